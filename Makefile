@@ -1,0 +1,49 @@
+# Two commands matter: `make demo` (the local end-to-end run) and `make test` (every check).
+# Both set up what they need on a fresh machine: a pinned virtual environment and the pinned CDK CLI.
+
+SHELL := /bin/bash
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+CHECKOV_VENV := .venv-checkov
+ARGS ?=
+
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
+export CDK_DISABLE_VERSION_CHECK := 1
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: setup test demo synth bench clean
+
+setup: $(VENV)/.installed node_modules/.installed $(CHECKOV_VENV)/.installed
+
+# torch first and alone: the exact pin resolves to the local CPU wheel before anything can ask for a CUDA build.
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	python3 -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# checkov pins an older boto3 than the app: it lives in its own environment.
+$(CHECKOV_VENV)/.installed: requirements-checkov.txt
+	python3 -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	touch $@
+
+test: setup
+	$(PYTHON) -m pytest
+
+demo: setup
+	$(PYTHON) -m local_mode $(ARGS)
+
+synth: setup
+	npx cdk synth --quiet $(ARGS)
+	@echo "Templates: $(CURDIR)/cdk.out/*.template.json"
+
+bench: setup
+	$(PYTHON) -m benchmarks $(ARGS)
+
+clean:
+	rm -rf cdk.out build local-runs .pytest_cache
