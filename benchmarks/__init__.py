@@ -1,0 +1,1 @@
+"""Benchmarks: each prints a table and records it in docs/benchmarks.md."""
