@@ -1,0 +1,225 @@
+"""GPU throughput and scaling of the project's trainers against naive baselines, in one invocation.
+
+    python -m benchmarks.gpu_scaling                       # on a GPU machine: every trainer, layout and width
+    python -m benchmarks.gpu_scaling --gpu-counts 1,2,4,8 --emulated-hosts 8
+
+For each trainer (native, lightning, naive-ddp, naive-lightning) and layout (1 GPU, every GPU count asked for,
+and N emulated hosts: N torchrun agents with --nnodes N on this one machine, one GPU each) it launches the
+trainer under torchrun, which measures itself over timed windows after a warm-up (benchmarks/timing.py).
+The bf16 matmul rate measured in the same run is the denominator of model-FLOPs utilisation.
+Results: a table on stdout, a section in docs/benchmarks.md, a scaling plot beside it, raw JSON lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
+
+TRAINER_MODULES = {
+    "native": "benchmarks.project_trainers",
+    "lightning": "benchmarks.project_trainers",
+    "naive-ddp": "benchmarks.baselines.naive_ddp",
+    "naive-lightning": "benchmarks.baselines.naive_lightning",
+}
+# NVLink multicast stays off on shared machines (it can take a host's GPUs out of service).
+SAFE_NCCL_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+@dataclass(frozen=True)
+class Layout:
+    gpus: int
+    hosts: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.gpus} GPU" + ("s" if self.gpus > 1 else "") + (f" as {self.hosts} hosts" if self.hosts > 1 else "")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def launch_commands(layout: Layout, trainer: str, trainer_args: list[str]) -> Iterator[tuple[list[str], dict[str, str]]]:
+    """torchrun command lines (one per emulated host) and the extra environment of each."""
+    module = TRAINER_MODULES[trainer]
+    extra = ["--trainer", trainer] if module == "benchmarks.project_trainers" else []
+    tail = ["-m", module, *extra, *trainer_args]
+    if layout.hosts == 1:
+        devices = ",".join(str(index) for index in range(layout.gpus))
+        yield [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={layout.gpus}", *tail], {
+            "CUDA_VISIBLE_DEVICES": devices
+        }
+        return
+    port = free_port()
+    per_host = layout.gpus // layout.hosts
+    for node_rank in range(layout.hosts):
+        devices = ",".join(str(node_rank * per_host + index) for index in range(per_host))
+        yield [
+            sys.executable, "-m", "torch.distributed.run", f"--nnodes={layout.hosts}", f"--node_rank={node_rank}",
+            f"--nproc_per_node={per_host}", "--master_addr=127.0.0.1", f"--master_port={port}", *tail,
+        ], {"CUDA_VISIBLE_DEVICES": devices}
+
+
+def run_layout(layout: Layout, trainer: str, trainer_args: list[str], log_dir: Path) -> None:
+    processes = []
+    for node_rank, (command, extra_env) in enumerate(launch_commands(layout, trainer, trainer_args)):
+        log = (log_dir / f"{trainer}-{layout.gpus}gpu-{layout.hosts}host-{node_rank}.log").open("w")
+        env = {**os.environ, **SAFE_NCCL_ENV, **extra_env}
+        if not torch.cuda.is_available():
+            env.pop("CUDA_VISIBLE_DEVICES")
+        processes.append((subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT), log))
+    failed = []
+    for process, log in processes:
+        if process.wait() != 0:
+            failed.append(log.name)
+        log.close()
+    if failed:
+        tail = Path(failed[0]).read_text()[-3000:]
+        raise RuntimeError(f"{trainer} on {layout.label} failed; log {failed[0]}:\n{tail}")
+
+
+def measure_bf16_matmul_tflops(size: int = 8192, repeats: int = 20) -> float:
+    """Median rate of a size^3 bf16 matrix product on random data: the MFU denominator."""
+    a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+    for _ in range(5):
+        a @ b
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        a @ b
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1000)
+    del a, b
+    torch.cuda.empty_cache()
+    return 2 * size**3 / sorted(times)[len(times) // 2] / 1e12
+
+
+def machine_description() -> str:
+    if not torch.cuda.is_available():
+        return "CPU only (smoke run)"
+    name = torch.cuda.get_device_name(0)
+    nccl = ".".join(str(part) for part in torch.cuda.nccl.version())
+    import lightning
+
+    return (
+        f"{torch.cuda.device_count()} x {name}; torch {torch.__version__}, CUDA {torch.version.cuda}, "
+        f"NCCL {nccl}, Lightning {lightning.__version__}"
+    )
+
+
+def analyse(results: list[dict], matmul_tflops: float | None) -> tuple[list[str], list[list[object]]]:
+    """One row per (trainer, width, layout): rate, speed-up over naive DDP on 1 GPU, efficiency, MFU, memory."""
+    by_key = {(r["trainer"], r["width"], r["world_size"], r["nodes"]): r for r in results}
+    headers = ["trainer", "width", "layout", "samples/s", "x naive DDP (1 GPU)", "scaling eff.", "MFU", "vs native",
+               "peak GiB/GPU"]
+    rows = []
+    for r in sorted(results, key=lambda r: (r["width"], list(TRAINER_MODULES).index(r["trainer"]), r["world_size"], r["nodes"])):
+        single = by_key.get((r["trainer"], r["width"], 1, 1))
+        naive = by_key.get(("naive-ddp", r["width"], 1, 1))
+        native = by_key.get(("native", r["width"], r["world_size"], r["nodes"]))
+        efficiency = r["samples_per_second"] / (r["world_size"] * single["samples_per_second"]) if single else None
+        mfu = (r["samples_per_second"] * r["flops_per_sample"] / r["world_size"] / (matmul_tflops * 1e12)
+               if matmul_tflops else None)
+        layout = Layout(r["world_size"], r["nodes"]).label
+        rows.append([
+            r["trainer"], r["width"], layout, f"{r['samples_per_second']:,.0f}",
+            f"{r['samples_per_second'] / naive['samples_per_second'] / r['world_size']:.1f}x" if naive else "-",
+            f"{efficiency:.1%}" if efficiency else "-",
+            f"{mfu:.1%}" if mfu else "-",
+            f"{r['samples_per_second'] / native['samples_per_second'] - 1:+.1%}" if native and r["trainer"] != "native" else "-",
+            f"{r['peak_memory_gib']:.1f}",
+        ])
+    return headers, rows
+
+
+def plot_scaling(results: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    widths = sorted({r["width"] for r in results})
+    figure, axes = plt.subplots(1, len(widths), figsize=(6 * len(widths), 4), squeeze=False)
+    for axis, width in zip(axes[0], widths):
+        for trainer in TRAINER_MODULES:
+            points = sorted((r["world_size"], r["samples_per_second"]) for r in results
+                            if r["trainer"] == trainer and r["width"] == width and r["nodes"] == 1)
+            if points:
+                axis.plot(*zip(*points), marker="o", label=trainer)
+        axis.set(title=f"width {width}", xlabel="GPUs", ylabel="samples/s", xscale="log", yscale="log")
+        axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    gpus = torch.cuda.device_count()
+    parser.add_argument("--gpu-counts", default=None, help="comma-separated GPU counts (default: 1 and all)")
+    parser.add_argument("--emulated-hosts", type=int, default=gpus if gpus > 1 else 0,
+                        help="also run this many torchrun agents (--nnodes) of one GPU each; 0 = skip")
+    parser.add_argument("--trainers", default=",".join(TRAINER_MODULES))
+    parser.add_argument("--widths", default="1024,4096")
+    parser.add_argument("--batch-size", type=int, default=8192)
+    parser.add_argument("--warmup-steps", type=int, default=20)
+    parser.add_argument("--steps-per-window", type=int, default=25)
+    parser.add_argument("--windows", type=int, default=5)
+    parser.add_argument("--processes", type=int, default=2, help="CPU smoke runs only: ranks for the multi layout")
+    parser.add_argument("--raw-dir", type=Path, default=None, help="where logs and raw JSON lines go")
+    parser.add_argument("--doc", type=Path, default=BENCHMARKS_DOC)
+    args = parser.parse_args(argv)
+
+    counts = [int(c) for c in args.gpu_counts.split(",")] if args.gpu_counts else sorted({1, max(gpus, args.processes if not gpus else 1)})
+    layouts = [Layout(count, 1) for count in counts]
+    if args.emulated_hosts > 1:
+        layouts.append(Layout(args.emulated_hosts, args.emulated_hosts))
+    raw_dir = args.raw_dir or Path(tempfile.mkdtemp(prefix="gpu-scaling-"))
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    results_path = raw_dir / "results.jsonl"
+    results_path.unlink(missing_ok=True)
+    trainer_args = ["--widths", args.widths, "--batch-size", str(args.batch_size), "--warmup-steps",
+                    str(args.warmup_steps), "--steps-per-window", str(args.steps_per_window), "--windows",
+                    str(args.windows), "--results", str(results_path)]
+
+    matmul_tflops = measure_bf16_matmul_tflops() if gpus else None
+    for trainer in args.trainers.split(","):
+        for layout in layouts:
+            print(f"running {trainer} on {layout.label} ...", flush=True)
+            run_layout(layout, trainer, trainer_args, raw_dir)
+
+    results = [json.loads(line) for line in results_path.read_text().splitlines()]
+    headers, rows = analyse(results, matmul_tflops)
+    table = markdown_table(headers, rows)
+    print(table)
+    plot_path = args.doc.with_name("benchmarks-gpu-scaling.png")
+    plot_scaling(results, plot_path)
+    rate = f"{matmul_tflops:.0f} TFLOP/s (8192^3 bf16 product, median of 20, same run)" if matmul_tflops else "n/a"
+    body = (
+        f"{provenance(machine_description())}\n- bf16 matmul rate: {rate}\n"
+        f"- Model: 7 dense layers, 136 input features, batch {args.batch_size} per GPU, synthetic data; "
+        f"{args.warmup_steps} warm-up steps, median of {args.windows} windows of {args.steps_per_window} steps\n\n"
+        f"{table}\n\n![scaling]({plot_path.name})\n"
+    )
+    write_section("gpu-scaling", "GPU throughput and scaling", body, doc=args.doc)
+    print(f"raw results: {results_path}; written to {args.doc}")
+
+
+if __name__ == "__main__":
+    main()
