@@ -1,12 +1,10 @@
-"""Trigger Lambda entry point (placeholder until the trigger logic lands: it only logs the event)."""
+"""Trigger Lambda: a dataset marker, a schedule or a manual payload in; a SageMaker training job out."""
 
-import json
-import logging
-
-logger = logging.getLogger()
-logger.setLevel(logging.INFO)
+from training_trigger.observability import logger, metrics
+from training_trigger.service import handle_event
 
 
-def lambda_handler(event, context):
-    logger.info("received event: %s", json.dumps(event)[:2000])
-    return {"status": "ignored", "job_name": None, "request": None}
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def lambda_handler(event: dict, context: object) -> dict:
+    return handle_event(event)

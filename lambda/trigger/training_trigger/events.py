@@ -1,0 +1,131 @@
+"""Every event the trigger accepts, parsed into one typed `TriggerRequest`.
+
+- S3 "Object Created" through EventBridge, and classic S3 notification records, for a marker object that closes a
+  dataset version (`<DATASET_PREFIX><name>/<version>/<marker>`); other keys are ignored.
+- The scheduled EventBridge event: train on the newest complete dataset version.
+- A manual payload (`aws lambda invoke`): a dataset or explicit channels, plus overrides.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote_plus
+
+from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, S3Event, S3EventBridgeNotificationEvent
+
+from training_trigger.errors import InvalidInput
+from training_trigger.overrides import OVERRIDE_FIELDS, JobOverrides, parse_overrides
+from training_trigger.settings import Settings
+
+CHANNEL_NAMES = ("train", "validation", "test")
+MANUAL_FIELDS = ("dataset", "version", "channels", "job_name", "dry_run", *OVERRIDE_FIELDS)
+# The dataset name and version become path segments and, slugged, part of the job name.
+_PATH_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=@-]*$")
+
+
+@dataclass(frozen=True)
+class TriggerRequest:
+    """What an event asks for, before datasets are looked up and defaults applied."""
+
+    source: str  # "s3-eventbridge" | "s3-notification" | "schedule" | "manual"
+    dataset: str | None = None
+    version: str | None = None  # None: the newest complete version
+    marker_key: str | None = None
+    marker_etag: str | None = None
+    channels: Mapping[str, str] = field(default_factory=dict)  # explicit S3 URIs, manual only
+    overrides: JobOverrides = field(default_factory=JobOverrides)
+    job_name: str | None = None
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class Ignored:
+    reason: str
+
+
+def parse_event(event: Mapping[str, Any], settings: Settings) -> list[TriggerRequest] | Ignored:
+    """The requests an event carries (one, except for a multi-record S3 notification), or why it is ignored.
+
+    Raises InvalidInput for a manual payload that can never be valid.
+    """
+    if "Records" in event:
+        return _from_s3_notification(event, settings)
+    if event.get("source") == "aws.s3" and event.get("detail-type") == "Object Created":
+        notification = S3EventBridgeNotificationEvent(event)
+        detail = notification.detail
+        request = _marker_request("s3-eventbridge", detail.bucket.name, detail.object.key, detail.object.etag,
+                                  settings)
+        return [request] if isinstance(request, TriggerRequest) else request
+    if event.get("source") == "aws.events" and event.get("detail-type") == "Scheduled Event":
+        EventBridgeEvent(event)  # the schedule carries nothing the trigger needs beyond its kind
+        return [TriggerRequest(source="schedule")]
+    if "detail-type" in event:
+        return Ignored(f"EventBridge event {event.get('source')}/{event.get('detail-type')} is not a trigger")
+    return [_from_manual_payload(event)]
+
+
+def _from_s3_notification(event: Mapping[str, Any], settings: Settings) -> list[TriggerRequest] | Ignored:
+    requests, reasons = [], []
+    for record in S3Event(event).records:
+        if record.get("eventSource") != "aws:s3" or not record.event_name.startswith("ObjectCreated:"):
+            reasons.append(f"record {record.get('eventSource')}/{record.get('eventName')} is not an S3 object creation")
+            continue
+        # The classic notification URL-encodes keys (a space arrives as '+'); Powertools leaves them encoded here.
+        s3 = record.s3
+        request = _marker_request("s3-notification", s3.bucket.name, unquote_plus(s3.get_object.key),
+                                  s3.get_object.etag, settings)
+        if isinstance(request, Ignored):
+            reasons.append(request.reason)
+        else:
+            requests.append(request)
+    return requests or Ignored("; ".join(reasons) or "S3 notification without records")
+
+
+def _marker_request(source: str, bucket: str, key: str, etag: str, settings: Settings) -> TriggerRequest | Ignored:
+    if bucket != settings.data_bucket:
+        return Ignored(f"s3://{bucket}/{key} is not in the data bucket {settings.data_bucket}")
+    if not key.startswith(settings.dataset_prefix):
+        return Ignored(f"s3://{bucket}/{key} is outside the dataset prefix {settings.dataset_prefix}")
+    parts = key[len(settings.dataset_prefix):].split("/")
+    if len(parts) != 3 or parts[2] not in settings.marker_names or not all(parts[:2]):
+        return Ignored(f"s3://{bucket}/{key} is not a marker {list(settings.marker_names)} at "
+                       f"{settings.dataset_prefix}<name>/<version>/")
+    return TriggerRequest(source=source, dataset=parts[0], version=parts[1], marker_key=key,
+                          marker_etag=etag.strip('"'))
+
+
+def _from_manual_payload(payload: Mapping[str, Any]) -> TriggerRequest:
+    errors = [f"{name} is not a payload field: use one of {list(MANUAL_FIELDS)}"
+              for name in payload if name not in MANUAL_FIELDS]
+    dataset, version, channels = payload.get("dataset"), payload.get("version"), payload.get("channels", {})
+    for name, value in (("dataset", dataset), ("version", version)):
+        if value is not None and not (isinstance(value, str) and _PATH_SEGMENT.match(value)):
+            errors.append(f"{name}={value!r} is not a dataset path segment: letters, digits and ._+=@- only")
+    if not isinstance(channels, Mapping):
+        errors.append(f"channels={channels!r} is not an object: e.g. {{\"train\": \"s3://bucket/prefix/\"}}")
+        channels = {}
+    for name, uri in channels.items():
+        if name not in CHANNEL_NAMES:
+            errors.append(f"channels.{name} is not a channel the scripts read: use {list(CHANNEL_NAMES)}")
+        if not (isinstance(uri, str) and uri.startswith("s3://")):
+            errors.append(f"channels.{name}={uri!r} is not an S3 URI: use s3://bucket/prefix/")
+    if bool(dataset) == bool(channels):
+        errors.append("give exactly one of dataset (train on a dataset version) or channels (explicit S3 URIs)")
+    if version is not None and not dataset:
+        errors.append(f"version={version!r} needs dataset: add the dataset name the version belongs to")
+    job_name, dry_run = payload.get("job_name"), payload.get("dry_run", False)
+    if job_name is not None and not isinstance(job_name, str):
+        errors.append(f"job_name={job_name!r} is not a string: give a name starting with the project prefix")
+    if not isinstance(dry_run, bool):
+        errors.append(f"dry_run={dry_run!r} is not true or false: use a JSON boolean")
+    try:
+        overrides = parse_overrides(payload, where="payload")
+    except InvalidInput as invalid:
+        errors += invalid.errors
+    if errors:
+        raise InvalidInput(errors)
+    return TriggerRequest(source="manual", dataset=dataset, version=version, channels=dict(channels),
+                          overrides=overrides, job_name=job_name, dry_run=dry_run)

@@ -1,0 +1,120 @@
+"""From a TriggerRequest to a complete `TrainingJobSpec`: dataset lookup, defaults and overrides, the job name.
+
+Precedence, lowest first: the stack's defaults, the dataset's manifest.json `training` object, the manual payload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from training_trigger.datasets import DatasetVersion
+from training_trigger.errors import InvalidInput
+from training_trigger.events import TriggerRequest
+from training_trigger.job_names import dataset_job_name, job_name_errors, manual_job_name
+from training_trigger.overrides import HyperparameterValue, JobOverrides, check_hyperparameters, parse_overrides
+from training_trigger.settings import Settings
+
+MANIFEST_OVERRIDES_KEY = "training"
+
+
+@dataclass(frozen=True)
+class TrainingJobSpec:
+    """Everything that varies between training jobs; the rest of the request comes from Settings."""
+
+    job_name: str
+    channels: Mapping[str, str]  # channel name -> S3 URI
+    entry_point: str
+    distribution: str
+    instance_type: str
+    instance_count: int
+    hyperparameters: Mapping[str, HyperparameterValue]  # the user's, before JSON encoding
+    spot: bool
+    max_runtime: int
+    tags: Mapping[str, str]
+    dry_run: bool = False
+
+
+class Catalog(Protocol):
+    def uri(self, dataset: str, version: str, channel: str = "") -> str: ...
+    def version(self, dataset: str, version: str) -> DatasetVersion | None: ...
+    def newest_complete_version(self, dataset: str | None = None) -> DatasetVersion | None: ...
+    def manifest(self, found: DatasetVersion) -> dict: ...
+
+
+def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Catalog) -> TrainingJobSpec | None:
+    """The job to run, or None when a schedule finds no complete dataset version. Raises InvalidInput."""
+    found = _dataset_version(request, catalog)
+    if request.source == "schedule" and found is None:
+        return None
+    defaults = JobOverrides(
+        entry_point=settings.default_entry_point, distribution=settings.default_distribution,
+        instance_type=settings.default_instance_type, instance_count=settings.default_instance_count,
+        hyperparameters=dict(settings.default_hyperparameters), spot=settings.use_spot,
+        max_runtime=settings.max_runtime_seconds,
+    )
+    overrides = defaults.then(_manifest_overrides(found, catalog)).then(request.overrides)
+    errors = check_hyperparameters(overrides.hyperparameters, "hyperparameters")
+    channels = dict(request.channels) or {name: catalog.uri(found.dataset, found.version, name)
+                                          for name in found.channels}
+    job_name = _job_name(request, found, settings)
+    errors += job_name_errors(job_name, settings.job_name_prefix)
+    if errors:
+        raise InvalidInput(errors)
+    return TrainingJobSpec(
+        job_name=job_name, channels=channels, entry_point=overrides.entry_point,
+        distribution=overrides.distribution, instance_type=overrides.instance_type,
+        instance_count=overrides.instance_count, hyperparameters=overrides.hyperparameters, spot=overrides.spot,
+        max_runtime=overrides.max_runtime, tags={**overrides.tags, **_provenance_tags(request, found)},
+        dry_run=request.dry_run,
+    )
+
+
+def _dataset_version(request: TriggerRequest, catalog: Catalog) -> DatasetVersion | None:
+    if request.channels:
+        return None
+    if request.version is None:
+        found = catalog.newest_complete_version(request.dataset)
+        if found is None and request.source == "manual":
+            raise InvalidInput([f"dataset={request.dataset!r} has no complete version (none has a marker): upload "
+                                f"the data and its marker, or give channels explicitly"])
+        return found
+    found = catalog.version(request.dataset, request.version)
+    if found is None:
+        raise InvalidInput([f"dataset {request.dataset!r} version {request.version!r} has no marker at "
+                            f"{catalog.uri(request.dataset, request.version)}: it is incomplete or missing; "
+                            f"upload its marker once all channels are written"])
+    if request.marker_etag:
+        # The job is keyed by the marker the event saw: a marker rewritten since then brings its own event.
+        return replace(found, marker_key=request.marker_key, marker_etag=request.marker_etag)
+    return found
+
+
+def _manifest_overrides(found: DatasetVersion | None, catalog: Catalog) -> JobOverrides:
+    if found is None:
+        return JobOverrides()
+    training = catalog.manifest(found).get(MANIFEST_OVERRIDES_KEY, {})
+    where = f"{catalog.uri(found.dataset, found.version)}manifest.json {MANIFEST_OVERRIDES_KEY}"
+    if not isinstance(training, Mapping):
+        raise InvalidInput([f"{where}={training!r} is not an object: e.g. {{\"instance_count\": 2}}"])
+    unknown = [name for name in training if name not in JobOverrides.__dataclass_fields__]
+    if unknown:
+        raise InvalidInput([f"{where}.{name} is not an override: use one of "
+                            f"{list(JobOverrides.__dataclass_fields__)}" for name in unknown])
+    return parse_overrides(training, where=where)
+
+
+def _job_name(request: TriggerRequest, found: DatasetVersion | None, settings: Settings) -> str:
+    if request.job_name:
+        return request.job_name
+    if request.source == "manual":
+        return manual_job_name(settings.job_name_prefix, request.dataset)
+    return dataset_job_name(settings.job_name_prefix, found.dataset, found.version, found.marker_etag)
+
+
+def _provenance_tags(request: TriggerRequest, found: DatasetVersion | None) -> dict[str, str]:
+    tags = {"trigger-source": request.source}
+    if found is not None:
+        tags |= {"dataset": found.dataset, "dataset-version": found.version, "marker-etag": found.marker_etag}
+    return tags

@@ -1,0 +1,113 @@
+"""The CreateTrainingJob request, built exactly as the SageMaker Python SDK v2 `PyTorch` estimator builds it.
+
+Pure: no AWS calls, so every mode and option is unit-tested, and tests/unit/trigger/test_sdk_conformance.py
+compares the result field by field with what the real SDK sends for the same settings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from training_trigger.instances import has_local_nvme
+from training_trigger.planning import TrainingJobSpec
+from training_trigger.settings import Settings
+
+CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
+# What the SDK sends as sagemaker_submit_directory when network isolation keeps the container off S3: the code
+# arrives as the "code" input channel instead.
+ISOLATED_SUBMIT_DIRECTORY = "/opt/ml/input/data/code/sourcedir.tar.gz"
+CODE_CHANNEL = "code"
+
+
+def json_encode_hyperparameters(hyperparameters: Mapping[str, Any]) -> dict[str, str]:
+    """The SDK's encoding: every value JSON-encoded, so 3 -> "3", "listnet" -> "\\"listnet\\"", True -> "true"."""
+    return {str(key): json.dumps(value) for key, value in hyperparameters.items()}
+
+
+def distribution_hyperparameters(distribution: str, instance_type: str) -> dict[str, Any]:
+    """The per-mode keys the SDK adds; since SDK 2.221.1 `pytorchddp` is sent as smdistributed data parallel."""
+    if distribution in ("pytorchddp", "smdistributed"):
+        return {
+            "sagemaker_distributed_dataparallel_enabled": True,
+            "sagemaker_instance_type": instance_type,
+            "sagemaker_distributed_dataparallel_custom_mpi_options": "",
+        }
+    if distribution == "torch_distributed":
+        return {"sagemaker_torch_distributed_enabled": True, "sagemaker_instance_type": instance_type}
+    return {}
+
+
+def _hyperparameters(spec: TrainingJobSpec, settings: Settings) -> dict[str, str]:
+    script_mode = {
+        "sagemaker_submit_directory": (ISOLATED_SUBMIT_DIRECTORY if settings.enable_network_isolation
+                                       else settings.source_bundle_uri),
+        "sagemaker_program": spec.entry_point,
+        "sagemaker_container_log_level": int(settings.container_log_level),
+        "sagemaker_job_name": spec.job_name,
+        "sagemaker_region": settings.region,
+    }
+    return json_encode_hyperparameters(
+        {**spec.hyperparameters, **script_mode, **distribution_hyperparameters(spec.distribution, spec.instance_type)}
+    )
+
+
+def _s3_channel(name: str, uri: str) -> dict[str, Any]:
+    # FullyReplicated: every node sees the whole channel; the scripts shard by rank themselves.
+    return {
+        "ChannelName": name,
+        "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": uri,
+                                        "S3DataDistributionType": "FullyReplicated"}},
+    }
+
+
+def build_training_job_request(spec: TrainingJobSpec, settings: Settings) -> dict[str, Any]:
+    """The keyword arguments of `sagemaker.create_training_job(**request)`."""
+    channels = [_s3_channel(name, uri) for name, uri in spec.channels.items()]
+    if settings.enable_network_isolation:
+        channels.append(_s3_channel(CODE_CHANNEL, settings.source_bundle_uri))
+    resources: dict[str, Any] = {
+        "InstanceType": spec.instance_type,
+        "InstanceCount": spec.instance_count,
+        "VolumeSizeInGB": settings.volume_size_gb,
+    }
+    # Instances with local NVMe encrypt it in hardware, and CreateTrainingJob refuses a volume key for them.
+    if settings.kms_key_arn and not has_local_nvme(spec.instance_type):
+        resources["VolumeKmsKeyId"] = settings.kms_key_arn
+    if settings.keep_alive_seconds:
+        resources["KeepAlivePeriodInSeconds"] = settings.keep_alive_seconds
+    stopping: dict[str, Any] = {"MaxRuntimeInSeconds": spec.max_runtime}
+    if spec.spot:
+        stopping["MaxWaitTimeInSeconds"] = settings.max_wait_seconds
+    output: dict[str, Any] = {"S3OutputPath": settings.output_s3_uri}
+    if settings.kms_key_arn:
+        output["KmsKeyId"] = settings.kms_key_arn
+    request: dict[str, Any] = {
+        "TrainingJobName": spec.job_name,
+        "HyperParameters": _hyperparameters(spec, settings),
+        "AlgorithmSpecification": {
+            "TrainingImage": settings.training_image_uri,
+            "TrainingInputMode": settings.input_mode,
+            "MetricDefinitions": [dict(definition) for definition in settings.metric_definitions],
+            "EnableSageMakerMetricsTimeSeries": True,
+        },
+        "RoleArn": settings.role_arn,
+        "InputDataConfig": channels,
+        "OutputDataConfig": output,
+        "ResourceConfig": resources,
+        "StoppingCondition": stopping,
+        # One prefix per job: SageMaker's own retries and spot restarts of this job resume from it.
+        "CheckpointConfig": {"S3Uri": f"{settings.checkpoint_s3_uri.rstrip('/')}/{spec.job_name}/",
+                             "LocalPath": CHECKPOINT_LOCAL_PATH},
+        "EnableNetworkIsolation": settings.enable_network_isolation,
+        "EnableInterContainerTrafficEncryption": settings.enable_inter_container_encryption,
+        "EnableManagedSpotTraining": spec.spot,
+        "Tags": [{"Key": key, "Value": value} for key, value in spec.tags.items()],
+    }
+    if settings.subnet_ids:
+        request["VpcConfig"] = {"Subnets": list(settings.subnet_ids),
+                                "SecurityGroupIds": list(settings.security_group_ids)}
+    if settings.job_retry_attempts:
+        request["RetryStrategy"] = {"MaximumRetryAttempts": settings.job_retry_attempts}
+    return request
