@@ -1,0 +1,199 @@
+"""Runs one training job the way the service and the SageMaker container do, with local hosts as folders.
+
+Starting: a folder per host. Downloading: config files, channels (File mode), source bundle, checkpoints.
+Training: the launcher's processes, logs streamed and scraped for metrics. Uploading: model.tar.gz and
+output.tar.gz to `<S3OutputPath>/<job name>/output/`. Then Completed, Failed (with the service's
+"AlgorithmError: ..." reason) or Stopped (StopTrainingJob or MaxRuntimeInSeconds).
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from local_mode.artifacts import tar_folder_contents, unpack_source_bundle
+from local_mode.checkpoint_sync import CheckpointSync
+from local_mode.container_environment import (
+    decode_hyperparameters,
+    split_hyperparameters,
+    training_environment,
+    user_args,
+)
+from local_mode.container_layout import HostFolder, host_names, input_data_config, resource_config
+from local_mode.launcher import installed_mpirun, launcher_for, plan_launches
+from local_mode.network import free_port
+from local_mode.process_group import LogSink, ProcessGroup
+from local_mode.s3_transfer import download_prefix, join_s3_uri, split_s3_uri, upload_file
+from local_mode.training_job import TrainingJob
+
+FAILURE_REASON_LIMIT = 1024  # FailureReason's maximum length in the service model
+_ERROR_LINE = re.compile(r"(Error|Exception|error:)")
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    """Local-only knobs; everything else comes from the CreateTrainingJob request."""
+
+    work_dir: Path
+    processes_per_host: int = 1  # CPU ranks per local host (the service would use one per GPU)
+    stop_grace_seconds: float = 30.0  # SIGTERM to SIGKILL (the service waits up to 120 s)
+    checkpoint_sync_seconds: float = 2.0
+
+
+class ClientError(Exception):
+    """A problem with the request's inputs, reported as the service does: `ClientError: ...`."""
+
+
+def run_job(job: TrainingJob, *, s3: Any, settings: RunnerSettings, on_log_line: LogSink) -> None:
+    """Run `job` to a terminal status; never raises (every outcome ends up in the job record)."""
+    try:
+        _run(job, s3, settings, on_log_line)
+    except ClientError as error:
+        job.finish("Failed", failure_reason=f"ClientError: {error}")
+    except Exception as error:  # an unexpected local-mode fault must still end the job, not hang its waiters
+        job.finish("Failed", failure_reason=f"InternalServerError: {type(error).__name__}: {error}")
+
+
+def _run(job: TrainingJob, s3: Any, settings: RunnerSettings, on_log_line: LogSink) -> None:
+    request = job.request
+    hosts = host_names(request["ResourceConfig"]["InstanceCount"])
+    folders = {host: HostFolder(settings.work_dir / job.name / host) for host in hosts}
+    for folder in folders.values():
+        folder.create()
+
+    job.advance("Downloading")
+    framework, user = split_hyperparameters(decode_hyperparameters(request.get("HyperParameters", {})))
+    environments = {host: _prepare_host(request, s3, folders[host], host, hosts, framework)
+                    for host in hosts}
+    checkpoints = None
+    if "CheckpointConfig" in request:
+        checkpoints = CheckpointSync(s3, request["CheckpointConfig"]["S3Uri"],
+                                     [folder.checkpoint_dir for folder in folders.values()])
+        checkpoints.pull()
+    if job.stop_requested.is_set():
+        job.finish("Stopped")
+        return
+
+    job.advance("Training")
+    log_tail: deque[str] = deque(maxlen=200)
+    log_files = {host: folder.log_file.open("a", encoding="utf-8") for host, folder in folders.items()}
+
+    def on_line(host: str, line: str) -> None:
+        log_tail.append(line)
+        log_files[host].write(line + "\n")
+        job.observe_log_line(line)
+        on_log_line(host, line)
+
+    launches = plan_launches(
+        launcher=launcher_for(framework), host_environments=environments,
+        code_dirs={host: folder.code_dir for host, folder in folders.items()},
+        entry_point=str(framework["sagemaker_program"]), user_args=user_args(user),
+        processes_per_host=settings.processes_per_host, master_port=free_port(), mpirun=installed_mpirun())
+    group = ProcessGroup(launches, on_line)
+    max_runtime = request["StoppingCondition"].get("MaxRuntimeInSeconds", 86400)
+    training_done = threading.Event()
+    syncer = threading.Thread(target=_sync_until, args=(checkpoints, training_done, settings), daemon=True)
+    group.start()
+    syncer.start()
+    try:
+        exit_code, reason = group.wait(deadline=time.monotonic() + max_runtime, stop_requested=job.stop_requested,
+                                       grace_seconds=settings.stop_grace_seconds)
+    finally:
+        training_done.set()
+        syncer.join()
+        for handle in log_files.values():
+            handle.close()
+    if checkpoints:
+        checkpoints.push()
+
+    first = folders[hosts[0]]
+    if reason == "exit" and exit_code != 0:
+        job.finish("Failed", failure_reason=_algorithm_error(exit_code, folders.values(), list(log_tail)))
+        return
+    if reason == "exit":
+        job.advance("Uploading")
+    job.set_model_artifacts(_upload_artifacts(s3, job, first))
+    if reason == "exit":
+        job.finish("Completed")
+    else:
+        job.finish("Stopped", secondary_status="Stopped" if reason == "stop" else "MaxRuntimeExceeded")
+
+
+def _prepare_host(request: dict[str, Any], s3: Any, folder: HostFolder, host: str, hosts: list[str],
+                  framework: dict[str, Any]) -> dict[str, str]:
+    """Write the config, stage channels and code into `folder`; returns the host's process environment."""
+    instance_type = request["ResourceConfig"]["InstanceType"]
+    channels = request.get("InputDataConfig", [])
+    input_data = input_data_config(channels, request["AlgorithmSpecification"].get("TrainingInputMode", "File"))
+    resource = resource_config(current_host=host, hosts=hosts, instance_type=instance_type)
+    folder.write_config(hyperparameters=request.get("HyperParameters", {}), resource_config=resource,
+                        input_data_config=input_data)
+    for channel in channels:
+        _stage_channel(s3, channel, folder, shard=(hosts.index(host), len(hosts)))
+    _stage_code(s3, framework, folder)
+    environment = training_environment(folder, current_host=host, hosts=hosts, instance_type=instance_type,
+                                       hyperparameters=request.get("HyperParameters", {}), resource=resource,
+                                       input_data=input_data)
+    return {**request.get("Environment", {}), **environment}
+
+
+def _stage_channel(s3: Any, channel: dict[str, Any], folder: HostFolder, shard: tuple[int, int]) -> None:
+    """File mode for every channel (FastFile and Pipe stream in the cloud; locally a copy behaves the same)."""
+    source = channel["DataSource"].get("S3DataSource")
+    if source is None or source.get("S3DataType", "S3Prefix") != "S3Prefix":
+        raise ClientError(f"channel {channel['ChannelName']!r}: local mode reads S3DataSource with S3DataType "
+                          f"S3Prefix only; got {channel['DataSource']}")
+    sharded = source.get("S3DataDistributionType") == "ShardedByS3Key"
+    count = download_prefix(s3, source["S3Uri"], folder.channel_dir(channel["ChannelName"]),
+                            shard if sharded else (0, 1))
+    if count == 0 and shard[0] == 0:
+        raise ClientError(f"No S3 objects found under S3 URL \"{source['S3Uri']}\" given in input data source. "
+                          "Please ensure that the bucket exists in the selected region (us-east-1), that objects "
+                          "exist under that S3 prefix, and that the role has s3:ListBucket on it.")
+
+
+def _stage_code(s3: Any, framework: dict[str, Any], folder: HostFolder) -> None:
+    bundle = framework.get("sagemaker_submit_directory")
+    if not bundle or not framework.get("sagemaker_program"):
+        raise ClientError("local mode runs script mode only: the hyperparameters need sagemaker_submit_directory "
+                          "(an s3:// sourcedir.tar.gz) and sagemaker_program (the entry point)")
+    bucket, key = split_s3_uri(str(bundle))
+    with tempfile.TemporaryDirectory() as scratch:
+        archive = Path(scratch) / "sourcedir.tar.gz"
+        s3.download_file(bucket, key, str(archive))
+        unpack_source_bundle(archive, folder.code_dir)
+
+
+def _sync_until(checkpoints: CheckpointSync | None, done: threading.Event, settings: RunnerSettings) -> None:
+    while checkpoints and not done.wait(settings.checkpoint_sync_seconds):
+        checkpoints.push()
+
+
+def _algorithm_error(exit_code: int, folders: Any, log_tail: list[str]) -> str:
+    """The algorithm's own /opt/ml/output/failure when it wrote one, else the last error lines of the log."""
+    written = [folder.failure_file.read_text().strip() for folder in folders if folder.failure_file.is_file()]
+    if written:
+        message = written[0]
+    else:
+        lines = [line.strip() for line in log_tail if line.strip()]
+        errors = [line for line in lines if _ERROR_LINE.search(line)] or lines
+        message = "\n".join(errors[-3:])
+    reason = f"AlgorithmError: ExecuteUserScriptError:\nExitCode {exit_code}\nErrorMessage \"{message}\""
+    return reason[:FAILURE_REASON_LIMIT]
+
+
+def _upload_artifacts(s3: Any, job: TrainingJob, first_host: HostFolder) -> str:
+    """Pack and upload model.tar.gz and output.tar.gz; returns the model artifact's URI."""
+    output_uri = join_s3_uri(job.request["OutputDataConfig"]["S3OutputPath"], job.name, "output")
+    packaging = first_host.root.parent / "packaging"
+    model_uri = join_s3_uri(output_uri, "model.tar.gz")
+    upload_file(s3, tar_folder_contents(first_host.model_dir, packaging / "model.tar.gz"), model_uri)
+    upload_file(s3, tar_folder_contents(first_host.output_data_dir, packaging / "output.tar.gz"),
+                join_s3_uri(output_uri, "output.tar.gz"))
+    return model_uri

@@ -1,0 +1,86 @@
+"""The local SageMaker endpoint: awsJson1.1 over HTTP on 127.0.0.1, as boto3 speaks it.
+
+boto3 POSTs JSON to `/` with `X-Amz-Target: SageMaker.<Operation>`; errors come back as HTTP 400 with
+`{"__type": code, "Message": ...}`. Point real clients at it with `endpoint_url=` or AWS_ENDPOINT_URL_SAGEMAKER.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from local_mode.network import LOOPBACK
+from local_mode.service_errors import ServiceError
+from local_mode.training_job_service import TrainingJobService
+
+CONTENT_TYPE = "application/x-amz-json-1.1"
+TARGET_PREFIX = "SageMaker."
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.timestamp()  # awsJson timestamps are epoch seconds
+    raise TypeError(f"cannot serialise {type(value).__name__} in a SageMaker response")
+
+
+class LocalSageMaker:
+    """The HTTP front of a TrainingJobService; `url` is set once started."""
+
+    def __init__(self, service: TrainingJobService) -> None:
+        self.service = service
+        self._server = ThreadingHTTPServer((LOOPBACK, 0), _handler_for(service))
+        self._server.daemon_threads = True
+        self.url = f"http://{LOOPBACK}:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, name="local-sagemaker", daemon=True)
+
+    def start(self) -> "LocalSageMaker":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.service.stop_all()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> "LocalSageMaker":
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def _handler_for(service: TrainingJobService) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (the http.server API)
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            target = self.headers.get("X-Amz-Target", "")
+            try:
+                if not target.startswith(TARGET_PREFIX):
+                    raise ServiceError("UnknownOperationException",
+                                       f"X-Amz-Target {target!r} does not start with {TARGET_PREFIX!r}")
+                params = json.loads(body or b"{}")
+                if not isinstance(params, dict):
+                    raise ServiceError("SerializationException", "the request body must be a JSON object")
+                self._reply(200, service.call(target.removeprefix(TARGET_PREFIX), params))
+            except ServiceError as error:
+                self._reply(error.http_status, error.body())
+            except json.JSONDecodeError as error:
+                self._reply(400, ServiceError("SerializationException", f"request body is not JSON: {error}").body())
+
+        def _reply(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload, default=_json_default).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", CONTENT_TYPE)
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the http.server API)
+            """Quiet: request lines would drown the training logs."""
+
+    return Handler

@@ -1,0 +1,126 @@
+"""The SageMaker training-job API, locally: CreateTrainingJob, DescribeTrainingJob, ListTrainingJobs,
+StopTrainingJob, with the service's validation and errors. Each job runs on a thread of its own."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from local_mode.job_runner import RunnerSettings, run_job
+from local_mode.local_clients import LOCAL_REGION, local_client
+from local_mode.process_group import LogSink
+from local_mode.request_validation import validate_request
+from local_mode.service_errors import ServiceError, validation_error
+from local_mode.training_job import TrainingJob
+
+_LIST_SORT_KEYS: dict[str, Callable[[TrainingJob], Any]] = {
+    "CreationTime": lambda job: job.creation_time,
+    "Name": lambda job: job.name,
+    "Status": lambda job: job.status,
+}
+
+
+def _ignore_log_line(host: str, line: str) -> None:
+    """The default log sink: each host's log file already holds every line."""
+
+
+class TrainingJobService:
+    def __init__(self, *, s3_endpoint_url: str, account_id: str, settings: RunnerSettings,
+                 on_log_line: LogSink = _ignore_log_line) -> None:
+        self._s3_endpoint_url = s3_endpoint_url
+        self._account_id = account_id
+        self._settings = settings
+        self._on_log_line = on_log_line
+        self._jobs: dict[str, TrainingJob] = {}
+        self._lock = threading.Lock()
+
+    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Dispatch one API call by its X-Amz-Target operation name."""
+        handlers = {"CreateTrainingJob": self.create_training_job, "DescribeTrainingJob": self.describe_training_job,
+                    "ListTrainingJobs": self.list_training_jobs, "StopTrainingJob": self.stop_training_job}
+        if operation not in handlers:
+            raise ServiceError("UnknownOperationException",
+                               f"local SageMaker serves {sorted(handlers)}; {operation!r} is not one of them")
+        validate_request(operation, params)
+        return handlers[operation](params)
+
+    def create_training_job(self, params: dict[str, Any]) -> dict[str, Any]:
+        _check_training_request(params)
+        name = params["TrainingJobName"]
+        arn = f"arn:aws:sagemaker:{LOCAL_REGION}:{self._account_id}:training-job/{name.lower()}"
+        with self._lock:
+            if name in self._jobs:
+                raise ServiceError("ResourceInUse", f"Training job names must be unique within an AWS account and "
+                                                    f"region, and a training job with this name already exists ({arn})")
+            job = self._jobs[name] = TrainingJob(params, arn)
+        # One S3 client per job: boto3 clients are thread-safe, sessions are not.
+        s3 = local_client("s3", self._s3_endpoint_url)
+        threading.Thread(target=run_job, kwargs={"job": job, "s3": s3, "settings": self._settings,
+                                                 "on_log_line": self._on_log_line},
+                         name=f"training-job-{name}", daemon=True).start()
+        return {"TrainingJobArn": arn}
+
+    def describe_training_job(self, params: dict[str, Any]) -> dict[str, Any]:
+        return self._job(params["TrainingJobName"]).describe()
+
+    def list_training_jobs(self, params: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            jobs = list(self._jobs.values())
+        jobs = [job for job in jobs if _matches(job, params)]
+        jobs.sort(key=_LIST_SORT_KEYS[params.get("SortBy", "CreationTime")],
+                  reverse=params.get("SortOrder", "Descending") == "Descending")
+        start = int(params.get("NextToken", "0"))
+        end = start + params.get("MaxResults", 10)
+        response: dict[str, Any] = {"TrainingJobSummaries": [job.summary() for job in jobs[start:end]]}
+        if end < len(jobs):
+            response["NextToken"] = str(end)
+        return response
+
+    def stop_training_job(self, params: dict[str, Any]) -> dict[str, Any]:
+        job = self._job(params["TrainingJobName"])
+        if job.status != "InProgress":
+            raise validation_error(f"The request was rejected because the training job is in status {job.status}.")
+        job.request_stop()
+        return {}
+
+    def stop_all(self) -> None:
+        """Stop every running job and wait for them (local mode is shutting down)."""
+        with self._lock:
+            running = [job for job in self._jobs.values() if job.status == "InProgress"]
+        for job in running:
+            job.request_stop()
+        for job in running:
+            job.finished.wait(self._settings.stop_grace_seconds + 30)
+
+    def _job(self, name: str) -> TrainingJob:
+        with self._lock:
+            if name not in self._jobs:
+                # The service's answer for an unknown training job name.
+                raise validation_error("Requested resource not found.")
+            return self._jobs[name]
+
+
+def _check_training_request(params: dict[str, Any]) -> None:
+    """Rules the service enforces beyond the model's shapes (the model allows 0 instances for instance groups)."""
+    resources = params["ResourceConfig"]
+    if "InstanceGroups" in resources:
+        raise validation_error("ResourceConfig.InstanceGroups: local mode runs homogeneous clusters only; "
+                               "set ResourceConfig.InstanceType and InstanceCount instead")
+    if resources.get("InstanceCount", 0) < 1 or "InstanceType" not in resources:
+        raise validation_error(f"ResourceConfig.InstanceCount must be at least 1 with an InstanceType, got "
+                               f"InstanceCount={resources.get('InstanceCount')!r}: set it to the number of hosts")
+
+
+def _matches(job: TrainingJob, params: dict[str, Any]) -> bool:
+    if params.get("NameContains", "").lower() not in job.name.lower():
+        return False
+    if "StatusEquals" in params and job.status != params["StatusEquals"]:
+        return False
+    for field, before in (("CreationTimeAfter", False), ("CreationTimeBefore", True)):
+        if field in params:
+            bound = datetime.fromtimestamp(float(params[field]), timezone.utc)
+            if (job.creation_time >= bound) if before else (job.creation_time <= bound):
+                return False
+    return True

@@ -1,0 +1,107 @@
+"""Local AWS for the local-mode tests: moto's S3 on a free port, a local SageMaker per test, and the fixture
+entry points in scripts/ uploaded as a sourcedir.tar.gz, as the stack uploads training_code/."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from local_mode.artifacts import tar_folder_contents
+from local_mode.job_runner import RunnerSettings
+from local_mode.local_clients import local_account_id, local_client
+from local_mode.moto_endpoint import MotoEndpoint
+from local_mode.sagemaker_endpoint import LocalSageMaker
+from local_mode.training_job_service import TrainingJobService
+from ranker.log_format import metric_definitions
+
+SCRIPTS = Path(__file__).parent / "scripts"
+DATA_BUCKET = "local-mode-test-data"
+ARTIFACTS_BUCKET = "local-mode-test-artifacts"
+SOURCE_BUNDLE_URI = f"s3://{ARTIFACTS_BUCKET}/code/sourcedir.tar.gz"
+TRAIN_URI = f"s3://{DATA_BUCKET}/datasets/toy/v1/train/"
+TERMINAL = ("Completed", "Failed", "Stopped")
+
+
+@pytest.fixture(scope="session")
+def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoEndpoint]:
+    with MotoEndpoint() as endpoint:
+        endpoint.create_buckets([DATA_BUCKET, ARTIFACTS_BUCKET])
+        s3 = local_client("s3", endpoint.url)
+        bundle = tar_folder_contents(SCRIPTS, tmp_path_factory.mktemp("bundle") / "sourcedir.tar.gz")
+        s3.upload_file(str(bundle), ARTIFACTS_BUCKET, "code/sourcedir.tar.gz")
+        for name in ("part-0.txt", "part-1.txt", "nested/part-2.txt"):
+            s3.put_object(Bucket=DATA_BUCKET, Key=f"datasets/toy/v1/train/{name}", Body=b"1 qid:1 1:0.5\n")
+        yield endpoint
+
+
+@pytest.fixture
+def s3(moto: MotoEndpoint) -> Any:
+    return local_client("s3", moto.url)
+
+
+@pytest.fixture
+def local_sagemaker(moto: MotoEndpoint, tmp_path: Path) -> Iterator[LocalSageMaker]:
+    service = TrainingJobService(
+        s3_endpoint_url=moto.url, account_id=local_account_id(moto.url),
+        settings=RunnerSettings(work_dir=tmp_path / "jobs", stop_grace_seconds=5, checkpoint_sync_seconds=0.5))
+    with LocalSageMaker(service) as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def sagemaker(local_sagemaker: LocalSageMaker) -> Any:
+    """A real boto3 SageMaker client speaking HTTP to the local endpoint."""
+    return local_client("sagemaker", local_sagemaker.url)
+
+
+@pytest.fixture
+def training_request(moto: MotoEndpoint) -> Callable[..., dict[str, Any]]:
+    """A CreateTrainingJob request shaped as the SageMaker Python SDK v2 sends it for the PyTorch estimator."""
+    role_arn = f"arn:aws:iam::{local_account_id(moto.url)}:role/local-training"
+
+    def build(name: str, entry_point: str, *, instance_count: int = 1, distribution: dict[str, str] | None = None,
+              hyperparameters: dict[str, str] | None = None, checkpoint_uri: str | None = None) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "TrainingJobName": name,
+            "AlgorithmSpecification": {"TrainingImage": "local/pytorch-training:2.2.0-cpu-py310",
+                                       "TrainingInputMode": "File", "MetricDefinitions": metric_definitions()},
+            "RoleArn": role_arn,
+            "HyperParameters": {
+                "epochs": "3", "loss": json.dumps("listnet"),
+                "sagemaker_program": json.dumps(entry_point),
+                "sagemaker_submit_directory": json.dumps(SOURCE_BUNDLE_URI),
+                "sagemaker_container_log_level": "20", "sagemaker_job_name": json.dumps(name),
+                "sagemaker_region": json.dumps("us-east-1"),
+                **(distribution or {}), **(hyperparameters or {})},
+            "InputDataConfig": [{"ChannelName": "train", "DataSource": {"S3DataSource": {
+                "S3DataType": "S3Prefix", "S3Uri": TRAIN_URI, "S3DataDistributionType": "FullyReplicated"}}}],
+            "OutputDataConfig": {"S3OutputPath": f"s3://{ARTIFACTS_BUCKET}/models/"},
+            "ResourceConfig": {"InstanceType": "ml.m5.xlarge", "InstanceCount": instance_count, "VolumeSizeInGB": 30},
+            "StoppingCondition": {"MaxRuntimeInSeconds": 600},
+        }
+        if checkpoint_uri:
+            request["CheckpointConfig"] = {"S3Uri": checkpoint_uri}
+        return request
+
+    return build
+
+
+@pytest.fixture
+def wait_for_end(sagemaker: Any) -> Callable[[str], dict[str, Any]]:
+    """Poll DescribeTrainingJob as a client would, until the job is Completed, Failed or Stopped."""
+
+    def wait(name: str, timeout: float = 120) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            description = sagemaker.describe_training_job(TrainingJobName=name)
+            if description["TrainingJobStatus"] in TERMINAL:
+                return description
+            time.sleep(0.2)
+        raise AssertionError(f"training job {name} did not end within {timeout} s")
+
+    return wait

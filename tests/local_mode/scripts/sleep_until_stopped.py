@@ -1,0 +1,19 @@
+"""Fixture entry point: runs until SIGTERM, then records that it was asked to stop and exits like a trainer."""
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+
+def on_sigterm(signum, frame):
+    (Path(os.environ["SM_MODEL_DIR"]) / "stopped-by-sigterm.txt").write_text("checkpoint written")
+    print("SIGTERM received, checkpoint written", flush=True)
+    sys.exit(0)
+
+
+signal.signal(signal.SIGTERM, on_sigterm)
+print("training forever", flush=True)
+while True:
+    time.sleep(0.1)
