@@ -1,0 +1,84 @@
+"""Checkpoints that survive spot interruptions.
+
+Rank 0 writes `step-NNNNNNNNN.pt` atomically (temporary file, then rename) into the checkpoint folder, which
+SageMaker syncs to S3 and restores on restart; every rank resumes from the newest one. A checkpoint holds what a
+resumed run needs to continue exactly where the first stopped: weights, optimizer, scheduler, step, epoch, position
+in the epoch, each rank's RNG state and the metric history.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import signal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+_NAME = re.compile(r"^step-(\d{9})\.pt$")
+KEEP_LAST = 2
+
+
+def checkpoint_path(folder: Path, step: int) -> Path:
+    return Path(folder) / f"step-{step:09d}.pt"
+
+
+def latest_checkpoint(folder: Path) -> Path | None:
+    folder = Path(folder)
+    if not folder.is_dir():
+        return None
+    found = sorted(p for p in folder.iterdir() if _NAME.match(p.name))
+    return found[-1] if found else None
+
+
+def save_checkpoint(folder: Path, step: int, state: dict[str, Any]) -> Path:
+    """Call on rank 0 only. Readers never see a half-written file: they look for the final name only."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = checkpoint_path(folder, step)
+    temporary = target.with_name(f".{target.name}.tmp")
+    torch.save(state, temporary)
+    os.replace(temporary, target)
+    for old in sorted(p for p in folder.iterdir() if _NAME.match(p.name))[:-KEEP_LAST]:
+        old.unlink()
+    return target
+
+
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    # Our own files, holding numpy RNG state among tensors: weights_only=False is needed and safe here.
+    return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def rng_state() -> dict[str, Any]:
+    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def seed_everything(seed: int, rank: int) -> None:
+    """Each rank draws its own dropout masks, reproducibly."""
+    random.seed(seed + rank)
+    np.random.seed(seed + rank)
+    torch.manual_seed(seed + rank)
+
+
+class StopSignal:
+    """Remembers a SIGTERM (SageMaker's warning before a spot interruption or a stop) for the loop to act on at
+    its next checkpoint opportunity, instead of dying mid-step."""
+
+    def __init__(self) -> None:
+        self.received = False
+        signal.signal(signal.SIGTERM, self._handle)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.received = True

@@ -1,0 +1,168 @@
+"""Hyperparameters and directories: one dataclass per concern, filled in one place from CLI flags and SageMaker's
+environment.
+
+SageMaker passes each hyperparameter as `--key value`, with the key spelled as the user typed it, so every flag is
+accepted with dashes or underscores (`--batch-size` and `--batch_size`). Directories default from the `SM_*`
+variables the training toolkit sets, so a plain run inside the container needs no flags at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    num_features: int = 0
+    """Input width; 0 means "take it from the training data"."""
+    width: int = 256
+    """Units in each hidden dense layer."""
+    num_layers: int = 7
+    """Dense layers in total, the scoring output layer included."""
+    dropout: float = 0.1
+    """Dropout after each hidden layer."""
+    norm: str = "layer"
+    """Normalisation after each hidden layer: `layer` or `none` (batch norm would mix padded slots into its stats)."""
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    train: Path | None = None
+    """Training channel: a folder of LETOR text files or binary shards (or one file)."""
+    validation: Path | None = None
+    """Validation channel; without one, whole queries are split off the training data."""
+    test: Path | None = None
+    """Test channel, scored once at the end."""
+    validation_fraction: float = 0.2
+    """Share of training queries held out for validation when no validation channel is given."""
+    log1p: bool = False
+    """Apply `log1p` to features (for heavy-tailed raw counts; LETOR features already in [0, 1] need none)."""
+    streaming: bool = False
+    """Stream batches from memory-mapped binary shards instead of holding the training set on the device."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    epochs: int = 40
+    """Passes over the training queries (ignored when `max_steps` is set)."""
+    max_steps: int = 0
+    """Optimizer steps in total; 0 means `epochs` full passes."""
+    batch_size: int = 16
+    """Queries per batch on each process (a query's documents always stay together)."""
+    learning_rate: float = 1e-3
+    """Peak AdamW learning rate, reached after warm-up, then cosine decay to zero."""
+    weight_decay: float = 0.01
+    warmup_fraction: float = 0.05
+    """Share of all steps spent warming the learning rate up linearly."""
+    loss: str = "listwise"
+    """`listwise` (softmax cross-entropy per query, ListNet top-1) or `pointwise` (MSE on the labels)."""
+    seed: int = 0
+    backend: str = "auto"
+    """Process-group backend: `auto`, `smddp`, `nccl` or `gloo`."""
+    compile: bool = False
+    """Run the model through `torch.compile`."""
+    log_every: int = 10
+    """Steps between metric lines; the loss is read from the device only then."""
+    checkpoint_every: int = 200
+    """Steps between checkpoints (0 disables periodic ones; SIGTERM still writes one)."""
+
+
+@dataclass(frozen=True)
+class PathsConfig:
+    model_dir: Path = Path("model")
+    output_data_dir: Path = Path("output")
+    checkpoint_dir: Path = Path("/opt/ml/checkpoints")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+
+
+_CHOICES = {"norm": ("layer", "none"), "loss": ("listwise", "pointwise"), "backend": ("auto", "smddp", "nccl", "gloo")}
+
+
+def parse_bool(text: str) -> bool:
+    """Booleans as SageMaker's SDK encodes them (`true`/`false`) or as a person types them."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _flag_type(annotation: str):
+    if "bool" in annotation:
+        return parse_bool
+    if "Path" in annotation:
+        return Path
+    return {"int": int, "float": float}.get(annotation, str)
+
+
+def build_parser(description: str = "") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description, argument_default=argparse.SUPPRESS)
+    for section, config_class in (("model", ModelConfig), ("data", DataConfig), ("train", TrainConfig),
+                                  ("paths", PathsConfig)):
+        group = parser.add_argument_group(section)
+        for config_field in dataclasses.fields(config_class):
+            name = config_field.name
+            spellings = [f"--{name.replace('_', '-')}"] + ([f"--{name}"] if "_" in name else [])
+            group.add_argument(*spellings, dest=f"{section}.{name}", type=_flag_type(str(config_field.type)),
+                               choices=_CHOICES.get(name), metavar=name.upper())
+    return parser
+
+
+def environment_defaults(env: Mapping[str, str]) -> dict[str, object]:
+    """Directories from SageMaker's environment, the way the training toolkit lays them out."""
+    base_dir = Path(env.get("SAGEMAKER_BASE_DIR", "/opt/ml"))
+    defaults: dict[str, object] = {"paths.checkpoint_dir": base_dir / "checkpoints"}
+    for channel in ("train", "validation", "test"):
+        if env.get(f"SM_CHANNEL_{channel.upper()}"):
+            defaults[f"data.{channel}"] = Path(env[f"SM_CHANNEL_{channel.upper()}"])
+    if env.get("SM_MODEL_DIR"):
+        defaults["paths.model_dir"] = Path(env["SM_MODEL_DIR"])
+    if env.get("SM_OUTPUT_DATA_DIR"):
+        defaults["paths.output_data_dir"] = Path(env["SM_OUTPUT_DATA_DIR"])
+    return defaults
+
+
+def parse_config(argv: Sequence[str], env: Mapping[str, str] = os.environ, description: str = "") -> RunConfig:
+    """The one place hyperparameters and directories are read: flags win over the environment."""
+    parser = build_parser(description)
+    namespace, unknown = parser.parse_known_args(list(argv))
+    if unknown:
+        parser.error(f"unknown flag(s) {unknown}: remove them or use one of the flags listed by --help")
+    values = {**environment_defaults(env), **vars(namespace)}
+    sections: dict[str, dict[str, object]] = {"model": {}, "data": {}, "train": {}, "paths": {}}
+    for key, value in values.items():
+        section, name = key.split(".", 1)
+        sections[section][name] = value
+    config = RunConfig(model=ModelConfig(**sections["model"]), data=DataConfig(**sections["data"]),
+                       train=TrainConfig(**sections["train"]), paths=PathsConfig(**sections["paths"]))
+    validate(config)
+    return config
+
+
+def validate(config: RunConfig) -> None:
+    if config.data.train is None:
+        raise ValueError("train: no training channel; pass --train DIR or set SM_CHANNEL_TRAIN")
+    checks = [
+        ("batch_size", config.train.batch_size, config.train.batch_size >= 1, "use at least 1 query per batch"),
+        ("num_layers", config.model.num_layers, config.model.num_layers >= 1, "use at least 1 dense layer"),
+        ("validation_fraction", config.data.validation_fraction, 0 < config.data.validation_fraction < 1,
+         "use a fraction strictly between 0 and 1"),
+        ("epochs", config.train.epochs, config.train.epochs >= 1 or config.train.max_steps > 0,
+         "train for at least 1 epoch or set --max-steps"),
+    ]
+    for name, value, ok, fix in checks:
+        if not ok:
+            raise ValueError(f"{name}: bad value {value!r}: {fix}")

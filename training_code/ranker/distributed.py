@@ -1,0 +1,138 @@
+"""Which launcher started this process, which backend to use, and process-group set-up.
+
+Launchers SageMaker uses: torchrun (`torch_distributed`: RANK, WORLD_SIZE, LOCAL_RANK, ...), mpirun (`pytorchddp`,
+`smdistributed`: OMPI_COMM_WORLD_*; the master address and port come from the toolkit's environment), or a plain
+`python` (one process). Collectives stay within what smddp supports: all-reduce SUM, broadcast, all-gather,
+barrier; no ReduceOp.AVG and no new groups.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+DEFAULT_MASTER_PORT = 7777  # the port SageMaker's training toolkit uses for its launchers
+SMDDP_MODULE = "smdistributed.dataparallel.torch.torch_smddp"
+
+
+@dataclass(frozen=True)
+class Topology:
+    launcher: str
+    """`torchrun`, `mpirun` or `single`."""
+    rank: int
+    world_size: int
+    local_rank: int
+    local_world_size: int
+    master_addr: str
+    master_port: int
+
+    @property
+    def node_rank(self) -> int:
+        return self.rank // self.local_world_size
+
+    @property
+    def num_nodes(self) -> int:
+        return max(1, self.world_size // self.local_world_size)
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def detect_topology(env: Mapping[str, str] = os.environ) -> Topology:
+    if "OMPI_COMM_WORLD_RANK" in env:
+        return Topology("mpirun", int(env["OMPI_COMM_WORLD_RANK"]), int(env["OMPI_COMM_WORLD_SIZE"]),
+                        int(env.get("OMPI_COMM_WORLD_LOCAL_RANK", 0)), int(env.get("OMPI_COMM_WORLD_LOCAL_SIZE", 1)),
+                        _master_addr(env), int(env.get("MASTER_PORT", DEFAULT_MASTER_PORT)))
+    if "RANK" in env and "WORLD_SIZE" in env:
+        return Topology("torchrun", int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", 0)),
+                        int(env.get("LOCAL_WORLD_SIZE", env["WORLD_SIZE"])), _master_addr(env),
+                        int(env.get("MASTER_PORT", DEFAULT_MASTER_PORT)))
+    return Topology("single", 0, 1, 0, 1, "127.0.0.1", int(env.get("MASTER_PORT", DEFAULT_MASTER_PORT)))
+
+
+def _master_addr(env: Mapping[str, str]) -> str:
+    """MASTER_ADDR as the toolkit sets it; else the first of SM_HOSTS (the toolkit's choice, `algo-1`)."""
+    if env.get("MASTER_ADDR"):
+        return env["MASTER_ADDR"]
+    hosts = json.loads(env.get("SM_HOSTS", "[]"))
+    return sorted(hosts)[0] if hosts else "127.0.0.1"
+
+
+def smddp_available() -> bool:
+    try:
+        importlib.import_module(SMDDP_MODULE)
+    except ImportError:
+        return False
+    return True
+
+
+def resolve_backend(requested: str, topology: Topology, cuda: bool, smddp: bool) -> str:
+    """`auto`: smddp when it imports and its launcher (mpirun) started us, else nccl on GPU, gloo on CPU."""
+    if requested == "smddp" and not smddp:
+        raise ValueError(f"backend: 'smddp' requested but {SMDDP_MODULE} does not import; use an AWS DLC that "
+                         "ships SMDDP (PyTorch <= 2.2 on p4d/p5) or pass --backend auto")
+    if requested == "nccl" and not cuda:
+        raise ValueError("backend: 'nccl' requested on a machine without CUDA; pass --backend gloo or auto")
+    if requested != "auto":
+        return requested
+    if smddp and cuda and topology.launcher == "mpirun":
+        return "smddp"
+    return "nccl" if cuda else "gloo"
+
+
+def device_for(topology: Topology) -> torch.device:
+    if torch.cuda.is_available():
+        return torch.device("cuda", topology.local_rank % torch.cuda.device_count())
+    return torch.device("cpu")
+
+
+def export_torch_environment(topology: Topology) -> None:
+    """torch (and Lightning) read the rendezvous from these variables; mpirun does not set them."""
+    os.environ.update({"MASTER_ADDR": topology.master_addr, "MASTER_PORT": str(topology.master_port),
+                       "RANK": str(topology.rank), "WORLD_SIZE": str(topology.world_size),
+                       "LOCAL_RANK": str(topology.local_rank)})
+
+
+def init_process_group(topology: Topology, backend: str, device: torch.device) -> None:
+    if topology.world_size == 1:
+        return
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    if backend == "smddp":
+        importlib.import_module(SMDDP_MODULE)  # registers the backend; smddp reads ranks from its own launcher
+        dist.init_process_group(backend="smddp")
+        return
+    export_torch_environment(topology)
+    dist.init_process_group(backend=backend, init_method="env://", rank=topology.rank,
+                            world_size=topology.world_size, device_id=device if device.type == "cuda" else None)
+
+
+def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
+    if dist.is_available() and dist.is_initialized():
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+    return tensor
+
+
+def all_gather_objects(value: object) -> list[object]:
+    if not (dist.is_available() and dist.is_initialized()):
+        return [value]
+    gathered: list[object] = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, value)
+    return gathered
+
+
+def barrier() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
+def shutdown() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()

@@ -1,0 +1,107 @@
+"""The hot path both loops share: model, optimizer and schedule set-up, one training step, evaluation.
+
+Nothing here reads a value back to the host: losses stay device tensors until the loop decides to log, so the GPU
+never waits on Python between steps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable
+
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from ranker import distributed
+from ranker.batches import Batch, DeviceQueries
+from ranker.config import ModelConfig, TrainConfig
+from ranker.metrics import ndcg_sums
+from ranker.model import RankingMLP
+
+LossFunction = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def build_model(config: ModelConfig, device: torch.device) -> RankingMLP:
+    return RankingMLP(config).to(device)
+
+
+def wrap_ddp(model: nn.Module, device: torch.device, world_size: int) -> nn.Module:
+    """DDP with gradients written straight into the all-reduce buckets and the graph declared static (the MLP
+    uses every parameter every step), which lets DDP overlap communication with the backward pass."""
+    if world_size == 1:
+        return model
+    return DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None,
+                                   gradient_as_bucket_view=True, static_graph=True)
+
+
+def build_optimizer(model: nn.Module, config: TrainConfig, device: torch.device) -> torch.optim.AdamW:
+    # The fused kernel updates all parameters in one launch on GPU; the CPU build uses the default path.
+    return torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay,
+                             fused=device.type == "cuda")
+
+
+def warmup_cosine(total_steps: int, warmup_fraction: float) -> Callable[[int], float]:
+    warmup = max(1, round(total_steps * warmup_fraction))
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
+        return 0.5 * (1 + math.cos(math.pi * progress))
+
+    return factor
+
+
+def build_scheduler(optimizer: torch.optim.Optimizer, total_steps: int,
+                    warmup_fraction: float) -> torch.optim.lr_scheduler.LambdaLR:
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(total_steps, warmup_fraction))
+
+
+def autocast(device: torch.device) -> contextlib.AbstractContextManager:
+    """bf16 on GPU (tensor cores, no loss scaling needed); full float32 on CPU, where bf16 buys nothing."""
+    if device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler,
+               batch: Batch, loss_function: LossFunction, device: torch.device) -> torch.Tensor:
+    """One optimizer step; returns the loss as a detached device tensor (no host sync)."""
+    features, labels, mask = batch
+    with autocast(device):
+        scores = model(features)
+    loss = loss_function(scores, labels, mask)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    return loss.detach()
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, queries: DeviceQueries, rank: int, world_size: int,
+             loss_function: LossFunction, batch_size: int = 256) -> torch.Tensor:
+    """`[NDCG@k sums..., query count, loss sum]` over all ranks: each rank scores its contiguous slice of the
+    queries, then one all-reduce SUM adds the totals up."""
+    was_training = model.training
+    model.eval()
+    device = queries.features.device
+    start, stop = (queries.num_queries * rank) // world_size, (queries.num_queries * (rank + 1)) // world_size
+    totals = torch.zeros(6, device=device)
+    for first in range(start, stop, batch_size):
+        indices = torch.arange(first, min(first + batch_size, stop), device=device)
+        features, labels, mask = queries.gather(indices)
+        with autocast(device):
+            scores = model(features)
+        totals[:5] += ndcg_sums(scores, labels, mask)
+        totals[5] += loss_function(scores, labels, mask) * len(indices)
+    model.train(was_training)
+    return distributed.all_reduce_sum(totals)
+
+
+def unwrap(model: nn.Module) -> nn.Module:
+    """The plain module inside DDP and/or torch.compile wrappers: what checkpoints and exports hold."""
+    model = getattr(model, "module", model)
+    return getattr(model, "_orig_mod", model)

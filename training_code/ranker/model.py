@@ -1,0 +1,39 @@
+"""The scorer: an MLP that maps each document's features to one relevance score."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ranker.config import ModelConfig
+
+
+class RankingMLP(nn.Module):
+    """`num_layers` dense layers: `num_layers - 1` hidden ones (ReLU, optional LayerNorm, dropout) and a scoring
+    output layer. Scores any leading shape: `[..., features] -> [...]`."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        if config.num_features < 1:
+            raise ValueError(f"num_features: {config.num_features} is not a feature count; set it from the data")
+        layers: list[nn.Module] = []
+        width_in = config.num_features
+        for _ in range(config.num_layers - 1):
+            layers.append(nn.Linear(width_in, config.width))
+            if config.norm == "layer":
+                layers.append(nn.LayerNorm(config.width))
+            layers.append(nn.ReLU())
+            if config.dropout > 0:
+                layers.append(nn.Dropout(config.dropout))
+            width_in = config.width
+        layers.append(nn.Linear(width_in, 1))
+        self.layers = nn.Sequential(*layers)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return self.layers(features).squeeze(-1)
+
+
+def count_flops_per_document(config: ModelConfig) -> int:
+    """Forward multiply-adds x2 of the dense layers; training costs about three times this (forward + backward)."""
+    widths = [config.num_features] + [config.width] * (config.num_layers - 1) + [1]
+    return 2 * sum(a * b for a, b in zip(widths[:-1], widths[1:]))

@@ -1,0 +1,90 @@
+"""What both entry points do before and after their loop: read the configuration, join the process group, load
+and place the data, and at the end write the artifacts (rank 0 only)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from ranker import data as ranking_data
+from ranker import distributed, export, plots
+from ranker.batches import DeviceQueries
+from ranker.checkpoint import seed_everything
+from ranker.config import ModelConfig, RunConfig, parse_config
+from ranker.distributed import Topology
+from ranker.metrics import ndcg_means
+
+
+@dataclass
+class Session:
+    config: RunConfig
+    model_config: ModelConfig
+    """The model configuration with the feature count taken from the data."""
+    topology: Topology
+    backend: str
+    device: torch.device
+    train: DeviceQueries
+    validation: DeviceQueries
+    test: DeviceQueries | None
+    history: list[dict[str, float]] = field(default_factory=list)
+    """Every metric line rank 0 reported, for plots and checkpoints."""
+    started: float = field(default_factory=time.perf_counter)
+
+    def total_steps(self, steps_per_epoch: int) -> int:
+        return self.config.train.max_steps or self.config.train.epochs * steps_per_epoch
+
+
+def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] = os.environ) -> Session:
+    config = parse_config(argv, env, description)
+    topology = distributed.detect_topology(env)
+    device = distributed.device_for(topology)
+    backend = distributed.resolve_backend(config.train.backend, topology, device.type == "cuda",
+                                          distributed.smddp_available() if topology.launcher == "mpirun" else False)
+    distributed.init_process_group(topology, backend, device)
+    seed_everything(config.train.seed, topology.rank)
+    train, validation, test = load_splits(config)
+    model_config = dataclasses.replace(config.model, num_features=train.num_features)
+    max_docs = max(part.max_docs for part in (train, validation, test) if part is not None)
+    return Session(config, model_config, topology, backend, device,
+                   DeviceQueries.from_data(train, device, max_docs), DeviceQueries.from_data(validation, device, max_docs),
+                   DeviceQueries.from_data(test, device, max_docs) if test is not None else None)
+
+
+def load_splits(config: RunConfig) -> tuple[ranking_data.RankingData, ranking_data.RankingData,
+                                            ranking_data.RankingData | None]:
+    """Train, validation (a channel, or whole queries split off train) and optional test, with one feature count."""
+    num_features = config.model.num_features or None
+    train = ranking_data.load_channel(config.data.train, num_features)
+    num_features = train.num_features
+    if config.data.validation is not None:
+        validation = ranking_data.load_channel(config.data.validation, num_features)
+    else:
+        train, validation = ranking_data.split_queries(train, config.data.validation_fraction, config.train.seed)
+    test = ranking_data.load_channel(config.data.test, num_features) if config.data.test is not None else None
+    if config.data.log1p:
+        train, validation = train.with_log1p(), validation.with_log1p()
+        test = test.with_log1p() if test is not None else None
+    return train, validation, test
+
+
+def evaluation_metrics(totals: torch.Tensor, prefix: str) -> dict[str, float]:
+    """Means from `engine.evaluate`'s totals: one host read."""
+    values = totals.tolist()
+    metrics = ndcg_means(torch.tensor(values[:5]), prefix)
+    if prefix == "val":
+        metrics["val_loss"] = values[5] / max(values[4], 1.0)
+    return metrics
+
+
+def finish_session(session: Session, model: torch.nn.Module, final_metrics: dict[str, float]) -> None:
+    """Rank 0 writes weights, config, serving export, metrics.json and plots."""
+    if session.topology.is_main:
+        export.save_model(session.config.paths.model_dir, model, session.model_config, session.config.data.log1p,
+                          final_metrics)
+        plots.plot_curves(session.history, session.config.paths.output_data_dir)
+    distributed.barrier()

@@ -1,0 +1,110 @@
+"""Trains the ranking MLP with native PyTorch DistributedDataParallel.
+
+Launch commands (all flags optional except the training channel outside SageMaker):
+
+    # one process (CPU or one GPU)
+    python train_ddp.py --train /path/to/letor-dir --model-dir model --output-data-dir output --checkpoint-dir ckpt
+    # several processes on one machine (gloo on CPU, NCCL on GPU)
+    torchrun --standalone --nproc-per-node 2 train_ddp.py --train /path/to/letor-dir --model-dir model ...
+    # mpirun (SageMaker `pytorchddp`/`smdistributed` do this): ranks from OMPI_COMM_WORLD_*
+    mpirun -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=7777 python train_ddp.py --train ...
+    # SageMaker (SDK v2)
+    PyTorch(entry_point="train_ddp.py", source_dir="training_code", distribution={"torch_distributed":
+            {"enabled": True}}, hyperparameters={"epochs": 40, "batch-size": 16}, ...).fit({"train": "s3://..."})
+
+Every flag is listed by `python train_ddp.py --help`; see README for the hyperparameter table.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import torch
+
+from ranker import checkpoint, distributed, engine
+from ranker.batches import QueryBatches
+from ranker.losses import LOSSES
+from ranker.meter import TrainingMeter
+from ranker.progress import Progress
+from ranker.session import Session, evaluation_metrics, finish_session, start_session
+
+
+def train(session: Session) -> None:
+    config, topology, device = session.config.train, session.topology, session.device
+    batches = QueryBatches(session.train, config.batch_size, topology.rank, topology.world_size, config.seed)
+    total_steps = session.total_steps(batches.steps_per_epoch)
+    model = engine.build_model(session.model_config, device)
+    optimizer = engine.build_optimizer(model, config, device)
+    scheduler = engine.build_scheduler(optimizer, total_steps, config.warmup_fraction)
+    step, epoch, position = 0, 0, 0
+    latest = checkpoint.latest_checkpoint(session.config.paths.checkpoint_dir)
+    if latest is not None:
+        state = checkpoint.load_checkpoint(latest)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        step, epoch, position, session.history = state["step"], state["epoch"], state["position"], state["history"]
+        if len(state["rng"]) == topology.world_size:
+            checkpoint.set_rng_state(state["rng"][topology.rank])
+    trained = engine.wrap_ddp(torch.compile(model) if config.compile else model, device, topology.world_size)
+    loss_function = LOSSES[config.loss]
+    progress = Progress(total_steps, topology.is_main, step)
+    if latest is not None:
+        progress.note(f"resumed from {latest} at step {step}")
+    stop = checkpoint.StopSignal()
+    meter = TrainingMeter(device)
+    last_metrics: dict[str, float] = {}
+
+    def save() -> None:
+        rng_states = distributed.all_gather_objects(checkpoint.rng_state())
+        if topology.is_main:
+            checkpoint.save_checkpoint(session.config.paths.checkpoint_dir, step, {
+                "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                "step": step, "epoch": epoch, "position": position, "rng": rng_states, "history": session.history})
+
+    while step < total_steps:
+        for batch in batches.epoch_batches(epoch, position):
+            loss = engine.train_step(trained, optimizer, scheduler, batch, loss_function, device)
+            meter.add(loss, batch[2])
+            step, position = step + 1, position + 1
+            stopping = False
+            if step % config.log_every == 0 or step == total_steps:
+                window, stopping = meter.read(stop.received)
+                last_metrics = {"epoch": epoch, "step": step, **window, "learning_rate": scheduler.get_last_lr()[0]}
+                session.history.append(last_metrics)
+                progress.report(last_metrics)
+            if stopping or (config.checkpoint_every and step % config.checkpoint_every == 0):
+                save()
+            if stopping:
+                progress.note(f"SIGTERM: checkpoint written at step {step}; rerun to resume")
+                return
+            if step == total_steps:
+                break
+        else:
+            epoch, position = epoch + 1, 0
+            validation = evaluation_metrics(engine.evaluate(trained, session.validation, topology.rank,
+                                                            topology.world_size, loss_function), "val")
+            session.history.append({"epoch": epoch, "step": step, **validation})
+            progress.report({"epoch": epoch, "step": step, **validation})
+    progress.close()
+    final = {"train_loss": last_metrics.get("train_loss", float("nan")),
+             **evaluation_metrics(engine.evaluate(trained, session.validation, topology.rank, topology.world_size,
+                                                  loss_function), "val")}
+    if session.test is not None:
+        final.update(evaluation_metrics(engine.evaluate(trained, session.test, topology.rank, topology.world_size,
+                                                        loss_function), "test"))
+    progress.report({"epoch": epoch, "step": step, **final})
+    finish_session(session, model, final)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    session = start_session(sys.argv[1:] if argv is None else argv, __doc__)
+    try:
+        train(session)
+    finally:
+        distributed.shutdown()
+
+
+if __name__ == "__main__":
+    main()
