@@ -23,7 +23,7 @@ from training_trigger.settings import Settings
 CHANNEL_NAMES = ("train", "validation", "test")
 MANUAL_FIELDS = ("dataset", "version", "channels", "job_name", "dry_run", *OVERRIDE_FIELDS)
 # The dataset name and version become path segments and, slugged, part of the job name.
-_PATH_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=@-]*$")
+_PATH_SEGMENT = re.compile(r"^(?!\.\.?$)[^/\x00-\x1f]+$")
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def _from_manual_payload(payload: Mapping[str, Any]) -> TriggerRequest:
     dataset, version, channels = payload.get("dataset"), payload.get("version"), payload.get("channels", {})
     for name, value in (("dataset", dataset), ("version", version)):
         if value is not None and not (isinstance(value, str) and _PATH_SEGMENT.match(value)):
-            errors.append(f"{name}={value!r} is not a dataset path segment: letters, digits and ._+=@- only")
+            errors.append(f"{name}={value!r} is not a dataset path segment: give the folder name under the dataset prefix, without '/'")
     if not isinstance(channels, Mapping):
         errors.append(f"channels={channels!r} is not an object: e.g. {{\"train\": \"s3://bucket/prefix/\"}}")
         channels = {}

@@ -39,7 +39,7 @@ def service_model_errors(request: dict[str, Any]) -> list[str]:
     if not report.has_errors():
         return []
     return [f"CreateTrainingJob request breaks the SageMaker API model: {line.strip()}"
-            for line in report.generate_report().splitlines()[1:] if line.strip()]
+            for line in report.generate_report().splitlines() if line.strip()]
 
 
 def _naming_errors(request: dict[str, Any], settings: Settings) -> list[str]:

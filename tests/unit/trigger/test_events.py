@@ -1,0 +1,145 @@
+"""Every accepted event shape becomes one TriggerRequest; everything else is ignored or rejected with reasons."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from training_trigger.errors import InvalidInput
+from training_trigger.events import Ignored, TriggerRequest, parse_event
+from trigger.sample_inputs import load_event
+
+
+@pytest.mark.parametrize(
+    ("sample", "source", "etag"),
+    [
+        ("s3_eventbridge_object_created.json", "s3-eventbridge", "d41d8cd98f00b204e9800998ecf8427e"),
+        ("s3_notification_put.json", "s3-notification", "7b4ef1a3d1e26c2b5e0f3e9d7c1a8b42"),
+    ],
+)
+def test_marker_events_name_the_dataset_version_with_decoded_keys(settings, sample, source, etag):
+    # Given a stored S3 event for a marker whose key is URL-encoded ("web+search" is "web search")
+    event = load_event(sample)
+    # When it is parsed
+    [request] = parse_event(event, settings)
+    # Then the dataset, version, marker and its ETag come out decoded
+    assert request.source == source
+    assert (request.dataset, request.version) == ("web search", "2026-11-01")
+    assert request.marker_key.startswith("datasets/web search/2026-11-01/")
+    assert request.marker_etag == etag
+
+
+def test_literal_plus_encoded_as_percent_2b_survives_decoding(settings):
+    event = load_event("s3_eventbridge_object_created.json")
+    event["detail"]["object"]["key"] = "datasets/c%2B%2B-docs/v3/_SUCCESS"
+    [request] = parse_event(event, settings)
+    assert request.dataset == "c++-docs"
+
+
+@pytest.mark.parametrize(
+    ("key", "reason"),
+    [
+        ("datasets/web+search/2026-11-01/train/part-0000.txt", "is not a marker"),
+        ("datasets/web+search/_SUCCESS", "is not a marker"),
+        ("exports/web+search/2026-11-01/_SUCCESS", "outside the dataset prefix"),
+        ("datasets/web+search/2026-11-01/_DONE", "is not a marker"),
+    ],
+)
+def test_objects_that_do_not_close_a_version_are_ignored(settings, key, reason):
+    # Given an object-created event for an object that is not a version's marker
+    event = load_event("s3_eventbridge_object_created.json")
+    event["detail"]["object"]["key"] = key
+    # When it is parsed
+    parsed = parse_event(event, settings)
+    # Then it is ignored, with the reason
+    assert isinstance(parsed, Ignored) and reason in parsed.reason
+
+
+def test_events_from_another_bucket_are_ignored(settings):
+    event = load_event("s3_notification_put.json")
+    event["Records"][0]["s3"]["bucket"]["name"] = "someone-elses-bucket"
+    parsed = parse_event(event, settings)
+    assert isinstance(parsed, Ignored) and "not in the data bucket" in parsed.reason
+
+
+def test_every_marker_record_of_a_notification_is_a_request(settings):
+    # Given a notification with two marker records and one data object
+    event = load_event("s3_notification_put.json")
+    second, data = copy.deepcopy(event["Records"][0]), copy.deepcopy(event["Records"][0])
+    second["s3"]["object"]["key"] = "datasets/news/2026-11-02/_SUCCESS"
+    data["s3"]["object"]["key"] = "datasets/news/2026-11-02/train/part-0.txt"
+    event["Records"] += [second, data]
+    # When it is parsed
+    requests = parse_event(event, settings)
+    # Then both markers become requests and the data object is dropped
+    assert [(r.dataset, r.version) for r in requests] == [("web search", "2026-11-01"), ("news", "2026-11-02")]
+
+
+def test_deletions_are_ignored(settings):
+    event = load_event("s3_notification_put.json")
+    event["Records"][0]["eventName"] = "ObjectRemoved:Delete"
+    assert isinstance(parse_event(event, settings), Ignored)
+
+
+def test_schedule_asks_for_the_newest_complete_version(settings):
+    [request] = parse_event(load_event("schedule.json"), settings)
+    assert request == TriggerRequest(source="schedule")
+
+
+def test_other_eventbridge_events_are_ignored(settings):
+    event = {**load_event("schedule.json"), "source": "aws.sagemaker", "detail-type": "SageMaker Training Job State Change"}
+    assert isinstance(parse_event(event, settings), Ignored)
+
+
+def test_manual_payload_carries_its_overrides(settings):
+    # Given the manual dataset payload from the README
+    payload = load_event("manual_dataset.json")
+    # When it is parsed
+    [request] = parse_event(payload, settings)
+    # Then every field arrives typed
+    assert (request.source, request.dataset, request.version, request.dry_run) == (
+        "manual", payload["dataset"], payload["version"], True)
+    assert request.overrides.distribution == payload["distribution"]
+    assert request.overrides.instance_count == payload["instance_count"]
+    assert dict(request.overrides.hyperparameters) == payload["hyperparameters"]
+    assert dict(request.overrides.tags) == payload["tags"]
+
+
+def test_manual_channels_payload(settings):
+    payload = load_event("manual_channels.json")
+    [request] = parse_event(payload, settings)
+    assert dict(request.channels) == payload["channels"]
+    assert request.job_name == payload["job_name"] and request.dataset is None
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({"dataset": "news", "instance_typ": "ml.p4d.24xlarge"}, "instance_typ is not a payload field"),
+        ({}, "give exactly one of dataset"),
+        ({"dataset": "news", "channels": {"train": "s3://b/t/"}}, "give exactly one of dataset"),
+        ({"version": "v1", "channels": {"train": "s3://b/t/"}}, "version='v1' needs dataset"),
+        ({"channels": {"train": "/local/path"}}, "channels.train='/local/path' is not an S3 URI"),
+        ({"channels": {"eval": "s3://b/e/"}}, "channels.eval is not a channel"),
+        ({"dataset": "../etc"}, "dataset='../etc' is not a dataset path segment"),
+        ({"dataset": "news", "distribution": "horovod"}, "payload.distribution='horovod' is not one of"),
+        ({"dataset": "news", "entry_point": "train.sh"}, "payload.entry_point='train.sh' is not one of"),
+        ({"dataset": "news", "instance_count": 0}, "payload.instance_count=0 is not a positive whole number"),
+        ({"dataset": "news", "instance_count": True}, "payload.instance_count=True is not a positive"),
+        ({"dataset": "news", "instance_type": "p4d.24xlarge"}, "is not a SageMaker instance type"),
+        ({"dataset": "news", "spot": "yes"}, "payload.spot='yes' is not true or false"),
+        ({"dataset": "news", "dry_run": "true"}, "dry_run='true' is not true or false"),
+        ({"dataset": "news", "tags": {"cost": 3}}, "payload.tags={'cost': 3} is not an object of strings"),
+        ({"dataset": "news", "hyperparameters": {"layers": [512, 256]}}, "payload.hyperparameters.layers=[512, 256]"),
+        ({"dataset": "news", "hyperparameters": {"sagemaker_program": "evil.py"}},
+         "payload.hyperparameters.sagemaker_program is set by the trigger itself"),
+    ],
+)
+def test_invalid_manual_payloads_name_the_field_and_fix(settings, payload, message):
+    # Given a manual payload with one mistake
+    # When it is parsed
+    with pytest.raises(InvalidInput) as raised:
+        parse_event(payload, settings)
+    # Then the error names the field
+    assert any(message in error for error in raised.value.errors), raised.value.errors

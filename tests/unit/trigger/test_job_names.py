@@ -1,0 +1,52 @@
+"""Job names: deterministic per dataset marker (the idempotency key), unique per manual run, always valid."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from training_trigger.job_names import (
+    JOB_NAME_PATTERN,
+    MAX_LENGTH,
+    dataset_job_name,
+    job_name_errors,
+    manual_job_name,
+)
+
+ETAG = "d41d8cd98f00b204e9800998ecf8427e"
+
+
+def test_same_marker_gives_same_name_and_a_new_marker_a_new_one():
+    first = dataset_job_name("ranker", "web search", "2026-11-01", ETAG)
+    again = dataset_job_name("ranker", "web search", "2026-11-01", ETAG)
+    rewritten = dataset_job_name("ranker", "web search", "2026-11-01", "0f343b0931126a20f133d67c2b018a3b")
+    assert first == again != rewritten
+    assert first.startswith("ranker-web-search-2026-11-01-")
+
+
+@given(prefix=st.from_regex(r"[a-z][a-z0-9-]{0,19}[a-z0-9]", fullmatch=True),
+       dataset=st.text(min_size=1, max_size=200), version=st.text(min_size=1, max_size=80),
+       etag=st.text(alphabet="0123456789abcdef", min_size=32, max_size=32))
+def test_dataset_names_are_always_valid_and_keep_prefix_and_hash(prefix, dataset, version, etag):
+    name = dataset_job_name(prefix, dataset, version, etag)
+    assert len(name) <= MAX_LENGTH and JOB_NAME_PATTERN.match(name)
+    assert name.startswith(prefix + "-")
+    assert job_name_errors(name, prefix) == []
+    # the distinguishing hash survives any truncation of the readable part
+    assert name != dataset_job_name(prefix, dataset, version, etag[::-1]) or etag == etag[::-1]
+
+
+def test_manual_names_are_fresh_each_time_and_valid():
+    now = dt.datetime(2026, 11, 2, 9, 30, tzinfo=dt.timezone.utc)
+    names = {manual_job_name("ranker", "web search", now) for _ in range(20)}
+    assert len(names) == 20
+    assert all(name.startswith("ranker-web-search-20261102093000-") and not job_name_errors(name, "ranker")
+               for name in names)
+
+
+def test_names_outside_the_prefix_or_pattern_are_refused_with_the_fix():
+    assert "does not start with 'ranker-'" in job_name_errors("other-job", "ranker")[0]
+    assert "is not a valid training job name" in job_name_errors("ranker-bad_name", "ranker")[0]
+    assert "is not a valid training job name" in job_name_errors("ranker-" + "x" * 60, "ranker")[0]
