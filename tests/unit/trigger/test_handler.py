@@ -1,0 +1,223 @@
+"""The handler end to end, with botocore Stubbers on the real S3, SageMaker and SNS clients.
+
+The Stubbers validate every request against the service models, and any call a test did not expect fails it:
+that is how "never calls CreateTrainingJob" is proven.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+from dataclasses import dataclass
+
+import pytest
+from botocore.exceptions import ClientError
+from botocore.response import StreamingBody
+from botocore.stub import ANY
+
+import handler
+from trigger.sample_inputs import DATA_BUCKET, EVENTS_DIR, TOPIC_ARN, load_event, stack_environ
+
+# Ignored events and dry runs emit no metric, which Powertools warns about; that is the expected outcome here.
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
+
+VERSION_ROOT = "datasets/web search/2026-11-01/"
+MARKER_ETAG = "d41d8cd98f00b204e9800998ecf8427e"
+
+
+@dataclass
+class LambdaContext:
+    function_name: str = "ranker-training-trigger"
+    memory_limit_in_mb: int = 256
+    invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:ranker-training-trigger"
+    aws_request_id: str = "0f6f7f7e-2d2a-4a1e-9d59-6d0a4c3f2b11"
+
+
+@pytest.fixture(autouse=True)
+def stack_environment(monkeypatch):
+    for name, value in stack_environ().items():
+        monkeypatch.setenv(name, value)
+    from training_trigger.settings import load_settings
+
+    load_settings.cache_clear()
+    yield
+    load_settings.cache_clear()
+
+
+@pytest.fixture
+def sent_requests(sagemaker_stub):
+    """What reached CreateTrainingJob, read off the real client's event hooks."""
+    sent = []
+    event_name = "before-parameter-build.sagemaker.CreateTrainingJob"
+    capture = lambda params, **_: sent.append(dict(params))  # noqa: E731
+    sagemaker_stub.client.meta.events.register_first(event_name, capture)
+    yield sent
+    sagemaker_stub.client.meta.events.unregister(event_name, capture)
+
+
+def _version_listing(s3_stub, files: dict[str, str], channels=("train", "validation", "test")):
+    """One ListObjectsV2 page of a complete version: root files (name -> ETag) and channel prefixes."""
+    s3_stub.add_response(
+        "list_objects_v2",
+        {"Contents": [{"Key": VERSION_ROOT + name, "ETag": f'"{etag}"', "Size": 0,
+                       "LastModified": dt.datetime(2026, 11, 1, 6, 12, tzinfo=dt.timezone.utc)}
+                      for name, etag in files.items()],
+         "CommonPrefixes": [{"Prefix": f"{VERSION_ROOT}{channel}/"} for channel in channels]},
+        {"Bucket": DATA_BUCKET, "Prefix": VERSION_ROOT, "Delimiter": "/"},
+    )
+
+
+def _invoke(event):
+    return handler.lambda_handler(event, LambdaContext())
+
+
+def test_marker_event_starts_one_job_on_the_discovered_channels(s3_stub, sagemaker_stub, capsys):
+    # Given a complete version with three channels and the EventBridge event for its marker
+    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+    sagemaker_stub.add_response("create_training_job", {"TrainingJobArn": "arn:aws:sagemaker:eu-west-1:"
+                                                        "123456789012:training-job/ranker-x"})
+    # When the handler runs
+    result = _invoke(load_event("s3_eventbridge_object_created.json"))
+    # Then a job with a deterministic name is started and counted
+    assert result["status"] == "started"
+    assert result["job_name"].startswith("ranker-web-search-2026-11-01-")
+    assert '"JobsStarted"' in capsys.readouterr().out
+
+
+def test_request_sent_carries_channels_and_provenance_tags(s3_stub, sagemaker_stub, sent_requests):
+    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+    sagemaker_stub.add_response("create_training_job", {"TrainingJobArn": "arn:aws:sagemaker:eu-west-1:"
+                                                        "123456789012:training-job/ranker-x"})
+    _invoke(load_event("s3_eventbridge_object_created.json"))
+    [sent] = sent_requests
+    channels = {c["ChannelName"]: c["DataSource"]["S3DataSource"]["S3Uri"] for c in sent["InputDataConfig"]}
+    assert channels == {name: f"s3://{DATA_BUCKET}/{VERSION_ROOT}{name}/" for name in ("test", "train", "validation")}
+    tags = {tag["Key"]: tag["Value"] for tag in sent["Tags"]}
+    assert tags == {"trigger-source": "s3-eventbridge", "dataset": "web search", "dataset-version": "2026-11-01",
+                    "marker-etag": MARKER_ETAG}
+
+
+def test_the_same_event_twice_is_reported_as_duplicate(s3_stub, sagemaker_stub, capsys):
+    # Given SageMaker already holds a job of that name
+    event = load_event("s3_eventbridge_object_created.json")
+    for _ in range(2):
+        _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+    sagemaker_stub.add_response("create_training_job", {"TrainingJobArn": "arn:aws:sagemaker:eu-west-1:"
+                                                        "123456789012:training-job/ranker-x"})
+    sagemaker_stub.add_client_error("create_training_job", service_error_code="ResourceInUse",
+                                    service_message="Training job names must be unique within an AWS account and region")
+    # When the event arrives twice
+    first, second = _invoke(event), _invoke(event)
+    # Then the second is a duplicate of the first, not an error
+    assert (first["status"], second["status"]) == ("started", "duplicate")
+    assert first["job_name"] == second["job_name"]
+    assert '"DuplicateEvents"' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("code", ["ThrottlingException", "ResourceLimitExceeded"])
+def test_throttling_and_quota_raise_so_the_event_is_retried(s3_stub, sagemaker_stub, code):
+    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+    sagemaker_stub.add_client_error("create_training_job", service_error_code=code, http_status_code=400)
+    with pytest.raises(ClientError) as raised:
+        _invoke(load_event("s3_eventbridge_object_created.json"))
+    assert raised.value.response["Error"]["Code"] == code
+
+
+def test_manifest_overrides_the_defaults(s3_stub, sagemaker_stub, sent_requests):
+    # Given a version closed by a manifest.json that asks for another instance, mode and hyperparameters
+    manifest_bytes = (EVENTS_DIR / "manifest.json").read_bytes()
+    training = json.loads(manifest_bytes)["training"]
+    _version_listing(s3_stub, {"manifest.json": "7b4ef1a3d1e26c2b5e0f3e9d7c1a8b42"})
+    s3_stub.add_response("get_object", {"Body": StreamingBody(io.BytesIO(manifest_bytes), len(manifest_bytes))},
+                         {"Bucket": DATA_BUCKET, "Key": VERSION_ROOT + "manifest.json"})
+    sagemaker_stub.add_response("create_training_job", {"TrainingJobArn": "arn:aws:sagemaker:eu-west-1:"
+                                                        "123456789012:training-job/ranker-x"})
+    # When the classic S3 notification for it arrives
+    result = _invoke(load_event("s3_notification_put.json"))
+    # Then the manifest's overrides win over the stack's defaults, which fill the rest
+    [sent] = sent_requests
+    assert result["status"] == "started"
+    assert sent["ResourceConfig"]["InstanceType"] == training["instance_type"]
+    assert sent["HyperParameters"]["sagemaker_torch_distributed_enabled"] == "true"
+    assert sent["HyperParameters"]["loss"] == json.dumps(training["hyperparameters"]["loss"])
+    assert sent["HyperParameters"]["epochs"] == json.dumps(training["hyperparameters"]["epochs"])
+    assert sent["HyperParameters"]["sagemaker_program"] == json.dumps(stack_environ()["DEFAULT_ENTRY_POINT"])
+    assert {"Key": "export-run", "Value": training["tags"]["export-run"]} in sent["Tags"]
+
+
+def test_manual_dry_run_returns_the_checked_request_and_starts_nothing(s3_stub, sagemaker_stub):
+    # Given the README's manual dataset payload (dry_run: true)
+    payload = load_event("manual_dataset.json")
+    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+    # When it is invoked (the SageMaker Stubber has no response queued: a create call would fail the test)
+    result = _invoke(payload)
+    # Then the request reflects the payload
+    assert result["status"] == "dry_run"
+    request = result["request"]
+    assert request["ResourceConfig"]["InstanceType"] == payload["instance_type"]
+    assert request["ResourceConfig"]["InstanceCount"] == payload["instance_count"]
+    assert request["HyperParameters"]["loss"] == json.dumps(payload["hyperparameters"]["loss"])
+    assert request["HyperParameters"]["sagemaker_torch_distributed_enabled"] == "true"
+    assert request["StoppingCondition"]["MaxRuntimeInSeconds"] == payload["max_runtime"]
+    assert result["job_name"] != _invoke_again_name(s3_stub, payload)
+
+
+def _invoke_again_name(s3_stub, payload):
+    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+    return _invoke(payload)["job_name"]
+
+
+def test_invalid_input_is_rejected_published_and_never_submitted(sns_stub, sagemaker_stub, capsys):
+    # Given a manual payload that may not override the product's own hyperparameters
+    payload = {"channels": {"train": "s3://ranker-data-example/datasets/news/v1/train/"},
+               "hyperparameters": {"sagemaker_program": "other.py"}}
+    sns_stub.add_response("publish", {"MessageId": "5b1e6f2c-0d8a-4d7e-9f1a-2b3c4d5e6f70"},
+                          {"TopicArn": TOPIC_ARN, "Subject": ANY, "Message": ANY})
+    # When it is invoked
+    result = _invoke(payload)
+    # Then it is rejected with the reason, counted, and nothing is started
+    assert result["status"] == "rejected"
+    assert any("sagemaker_program is set by the trigger itself" in error for error in result["errors"])
+    assert '"JobsRejected"' in capsys.readouterr().out
+
+
+def test_preflight_failure_is_rejected_with_the_job_name(s3_stub, sns_stub, sagemaker_stub):
+    payload = {"dataset": "web search", "version": "2026-11-01", "distribution": "smdistributed",
+               "instance_type": "ml.g5.48xlarge"}
+    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+    sns_stub.add_response("publish", {"MessageId": "5b1e6f2c-0d8a-4d7e-9f1a-2b3c4d5e6f70"},
+                          {"TopicArn": TOPIC_ARN, "Subject": ANY, "Message": ANY})
+    result = _invoke(payload)
+    assert result["status"] == "rejected" and result["job_name"].startswith("ranker-web-search-")
+    assert any("needs an SMDDP instance" in error for error in result["errors"])
+
+
+def test_a_manual_job_name_outside_the_prefix_is_rejected(sns_stub, sagemaker_stub):
+    sns_stub.add_response("publish", {"MessageId": "5b1e6f2c-0d8a-4d7e-9f1a-2b3c4d5e6f70"},
+                          {"TopicArn": TOPIC_ARN, "Subject": ANY, "Message": ANY})
+    payload = {**load_event("manual_channels.json"), "job_name": "adhoc-rerun"}
+    result = _invoke(payload)
+    assert result["status"] == "rejected"
+    assert any("does not start with 'ranker-'" in error for error in result["errors"])
+
+
+def test_a_version_without_marker_is_rejected_for_manual_runs(s3_stub, sns_stub, sagemaker_stub):
+    _version_listing(s3_stub, {})
+    sns_stub.add_response("publish", {"MessageId": "5b1e6f2c-0d8a-4d7e-9f1a-2b3c4d5e6f70"},
+                          {"TopicArn": TOPIC_ARN, "Subject": ANY, "Message": ANY})
+    result = _invoke({"dataset": "web search", "version": "2026-11-01"})
+    assert result["status"] == "rejected" and "has no marker" in result["errors"][0]
+
+
+def test_schedule_with_no_complete_version_is_ignored(s3_stub, sagemaker_stub):
+    s3_stub.add_response("list_objects_v2", {"CommonPrefixes": []},
+                         {"Bucket": DATA_BUCKET, "Prefix": "datasets/", "Delimiter": "/"})
+    result = _invoke(load_event("schedule.json"))
+    assert result["status"] == "ignored" and "no complete dataset version" in result["reason"]
+
+
+def test_data_objects_are_ignored_without_any_call(sagemaker_stub):
+    event = load_event("s3_eventbridge_object_created.json")
+    event["detail"]["object"]["key"] = "datasets/web+search/2026-11-01/train/part-00000.txt"
+    assert _invoke(event)["status"] == "ignored"
