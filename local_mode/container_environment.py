@@ -52,10 +52,11 @@ def _encode(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
-def training_environment(host: HostFolder, *, current_host: str, hosts: list[str], instance_type: str,
+def training_environment(host: HostFolder, *, job_name: str, current_host: str, hosts: list[str], instance_type: str,
                          hyperparameters: dict[str, str], resource: dict[str, Any],
                          input_data: dict[str, Any]) -> dict[str, str]:
-    """SM_* variables for the script on `current_host`, plus SAGEMAKER_BASE_DIR pointing at its folder."""
+    """SM_* variables for the script on `current_host`, plus SAGEMAKER_BASE_DIR pointing at its folder and the
+    TRAINING_JOB_NAME the service itself sets in every container."""
     framework, user = split_hyperparameters(decode_hyperparameters(hyperparameters))
     channels = sorted(input_data)
     channel_dirs = {channel: str(host.channel_dir(channel)) for channel in channels}
@@ -99,7 +100,7 @@ def training_environment(host: HostFolder, *, current_host: str, hosts: list[str
         "resource_config": resource, "model_dir": fields["model_dir"], "output_data_dir": fields["output_data_dir"],
         "output_dir": fields["output_dir"], "input_dir": fields["input_dir"], "num_gpus": 0,
         "num_cpus": fields["num_cpus"], "module_name": fields["module_name"], "user_entry_point": entry_point,
-        "job_name": str(framework.get("sagemaker_job_name", "")), "log_level": fields["log_level"],
+        "job_name": job_name, "log_level": fields["log_level"],
         "current_instance_type": instance_type, "network_interface_name": fields["network_interface_name"],
     }
     fields.update({f"channel_{channel}": path for channel, path in channel_dirs.items()})
@@ -109,4 +110,5 @@ def training_environment(host: HostFolder, *, current_host: str, hosts: list[str
     environment["SAGEMAKER_JOB_NAME"] = str(framework.get("sagemaker_job_name", ""))
     environment["SAGEMAKER_REGION"] = str(framework.get("sagemaker_region", ""))
     environment["CURRENT_HOST"] = current_host
+    environment["TRAINING_JOB_NAME"] = job_name
     return environment

@@ -137,9 +137,9 @@ def _prepare_host(request: dict[str, Any], s3: Any, folder: HostFolder, host: st
     for channel in channels:
         _stage_channel(s3, channel, folder, shard=(hosts.index(host), len(hosts)))
     _stage_code(s3, framework, folder)
-    environment = training_environment(folder, current_host=host, hosts=hosts, instance_type=instance_type,
-                                       hyperparameters=request.get("HyperParameters", {}), resource=resource,
-                                       input_data=input_data)
+    environment = training_environment(folder, job_name=request["TrainingJobName"], current_host=host, hosts=hosts,
+                                       instance_type=instance_type, resource=resource, input_data=input_data,
+                                       hyperparameters=request.get("HyperParameters", {}))
     return {**request.get("Environment", {}), **environment}
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from moto.server import ThreadedMotoServer
 
 from local_mode.local_clients import local_client
@@ -16,6 +18,8 @@ class MotoEndpoint:
         self.url = ""
 
     def start(self) -> "MotoEndpoint":
+        # werkzeug logs every request at INFO: in the demo that would bury the training log.
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
         self._server.start()
         host, port = self._server.get_host_and_port()
         self.url = f"http://{host}:{port}"

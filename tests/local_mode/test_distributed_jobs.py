@@ -1,0 +1,72 @@
+"""Multi-process jobs launched as the SageMaker PyTorch toolkit launches them, on local hosts and gloo."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+
+import pytest
+
+from local_mode.s3_transfer import split_s3_uri
+
+pytestmark = pytest.mark.slow
+
+TORCH_DISTRIBUTED = {"sagemaker_torch_distributed_enabled": "true", "sagemaker_instance_type": '"ml.m5.xlarge"'}
+SMDDP = {"sagemaker_distributed_dataparallel_enabled": "true", "sagemaker_instance_type": '"ml.m5.xlarge"',
+         "sagemaker_distributed_dataparallel_custom_mpi_options": '""'}
+
+
+def model_json(s3, uri: str, member: str) -> dict:
+    bucket, key = split_s3_uri(uri)
+    with tarfile.open(fileobj=io.BytesIO(s3.get_object(Bucket=bucket, Key=key)["Body"].read())) as tar:
+        return json.loads(tar.extractfile(member).read())
+
+
+def test_two_hosts_under_torchrun_form_one_gloo_group(sagemaker, s3, training_request, wait_for_end):
+    # Given a torch_distributed job on two instances
+    request = training_request("dist-torchrun", "gloo_allreduce.py", instance_count=2, distribution=TORCH_DISTRIBUTED)
+
+    # When it runs (one torchrun per host, --nnodes 2)
+    sagemaker.create_training_job(**request)
+    description = wait_for_end("dist-torchrun")
+
+    # Then both ranks joined and the all-reduce summed ranks 0 and 1
+    assert description["TrainingJobStatus"] == "Completed", description.get("FailureReason")
+    assert model_json(s3, description["ModelArtifacts"]["S3ModelArtifacts"], "allreduce.json") == {
+        "world_size": 2, "sum": 1.0}
+
+
+def test_mpi_style_ranks_form_one_gloo_group(sagemaker, s3, training_request, wait_for_end):
+    # Given an smdistributed-style job on two hosts, ranks from OMPI_COMM_WORLD_* variables (no Open MPI here)
+    request = training_request("dist-mpi", "gloo_allreduce.py", instance_count=2, distribution=SMDDP)
+
+    # When it runs
+    sagemaker.create_training_job(**request)
+    description = wait_for_end("dist-mpi")
+
+    # Then the two hosts' ranks met through MASTER_ADDR/MASTER_PORT
+    assert description["TrainingJobStatus"] == "Completed", description.get("FailureReason")
+    assert model_json(s3, description["ModelArtifacts"]["S3ModelArtifacts"], "allreduce.json") == {
+        "world_size": 2, "sum": 1.0}
+
+
+def test_checkpoints_sync_to_s3_and_a_rerun_resumes_from_them(sagemaker, s3, training_request, wait_for_end):
+    # Given a job with a CheckpointConfig that ran once
+    checkpoint_uri = "s3://local-mode-test-artifacts/checkpoints/resume/"
+    sagemaker.create_training_job(**training_request("ckpt-first", "write_model.py", checkpoint_uri=checkpoint_uri))
+    wait_for_end("ckpt-first")
+
+    # When a second job with the same checkpoint URI starts
+    sagemaker.create_training_job(**training_request("ckpt-second", "write_model.py", checkpoint_uri=checkpoint_uri,
+                                                     hyperparameters={"epochs": "5"}))
+    wait_for_end("ckpt-second")
+
+    # Then the first job's checkpoint reached S3, and the second found it in its checkpoint folder
+    bucket, key = split_s3_uri(checkpoint_uri)
+    assert s3.get_object(Bucket=bucket, Key=key + "last.txt")["Body"].read() == b"epoch 5"
+    assert model_json(s3, description_of(sagemaker, "ckpt-second"), "model.json")["resumed"] == "epoch 3"
+
+
+def description_of(sagemaker, name: str) -> str:
+    return sagemaker.describe_training_job(TrainingJobName=name)["ModelArtifacts"]["S3ModelArtifacts"]
