@@ -1,0 +1,1 @@
+"""The CDK constructs and the two stacks that compose them."""

@@ -1,0 +1,43 @@
+"""CloudWatch alarms that page the notification topic."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_events as events
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+
+class PipelineAlarms(Construct):
+    """Failed training jobs and trigger events that ended in the dead-letter queue."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, job_failed_rule: events.IRule,
+                 dead_letter_queue: sqs.IQueue, topic: sns.ITopic) -> None:
+        super().__init__(scope, construct_id)
+        failed_jobs = cloudwatch.Metric(
+            namespace="AWS/Events", metric_name="MatchedEvents",
+            dimensions_map={"RuleName": job_failed_rule.rule_name},
+            statistic="Sum", period=Duration.minutes(5),
+        )
+        self.failed_jobs = cloudwatch.Alarm(
+            self, "FailedTrainingJobsAlarm",
+            alarm_description="A training job of this project failed: see the job's CloudWatch logs.",
+            metric=failed_jobs, threshold=1, evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        self.dead_letters = cloudwatch.Alarm(
+            self, "TriggerDeadLettersAlarm",
+            alarm_description="Trigger events failed after all retries and wait in the dead-letter queue: "
+                              "read them, fix the cause, replay them.",
+            metric=dead_letter_queue.metric_approximate_number_of_messages_visible(period=Duration.minutes(5),
+                                                                                   statistic="Maximum"),
+            threshold=1, evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        for alarm in (self.failed_jobs, self.dead_letters):
+            alarm.add_alarm_action(actions.SnsAction(topic))

@@ -1,0 +1,90 @@
+"""The role SageMaker training jobs run as: read the datasets, write artifacts, pull the image, log."""
+
+from __future__ import annotations
+
+from aws_cdk import Stack
+from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from stacks.buckets import CHECKPOINT_PREFIX, MODEL_PREFIX
+from stacks.nag import acknowledge_wildcards
+from stacks.training_image import DlcImage
+
+_VPC_DESCRIBE_ACTIONS = ["ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs", "ec2:DescribeDhcpOptions",
+                         "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups"]
+_ENI_ACTIONS = ["ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
+                "ec2:DeleteNetworkInterfacePermission"]
+
+
+class SageMakerExecutionRole(Construct):
+    """Least privilege for one training job of this project."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, data_bucket: s3.IBucket, dataset_prefix: str,
+                 artifacts_bucket: s3.IBucket, repository: ecr.IRepository, dlc_image: DlcImage | None,
+                 key: kms.IKey | None, subnet_ids: tuple[str, ...], security_group_ids: tuple[str, ...]) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+                             description="SageMaker training jobs of this project")
+        data_objects = data_bucket.arn_for_objects(f"{dataset_prefix}*")
+        artifact_objects = [artifacts_bucket.arn_for_objects(f"{prefix}*") for prefix in (MODEL_PREFIX, CHECKPOINT_PREFIX)]
+        data_bucket.grant_read(self.role, f"{dataset_prefix}*")
+        for prefix in (MODEL_PREFIX, CHECKPOINT_PREFIX):
+            artifacts_bucket.grant_read_write(self.role, f"{prefix}*")
+        repository.grant_pull(self.role)  # includes ecr:GetAuthorizationToken, which has no resource scope
+        if dlc_image is not None:
+            self.role.add_to_policy(iam.PolicyStatement(
+                sid="PullAwsDeepLearningContainer",
+                actions=["ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"],
+                resources=[f"arn:{stack.partition}:ecr:{dlc_image.region}:{dlc_image.registry_account}:"
+                           f"repository/{dlc_image.repository_name}"],
+            ))
+        training_logs = f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:/aws/sagemaker/TrainingJobs"
+        self.role.add_to_policy(iam.PolicyStatement(
+            sid="WriteTrainingJobLogs",
+            actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+            resources=[training_logs, f"{training_logs}:log-stream:*"],
+        ))
+        self.role.add_to_policy(iam.PolicyStatement(
+            sid="PublishTrainingMetrics",
+            actions=["cloudwatch:PutMetricData"],
+            resources=["*"],  # PutMetricData has no resource-level permissions; the namespace condition scopes it
+            conditions={"StringLike": {"cloudwatch:namespace": "/aws/sagemaker/*"}},
+        ))
+        if key is not None:
+            key.grant_encrypt_decrypt(self.role)
+        if subnet_ids:
+            self._allow_vpc(subnet_ids, security_group_ids)
+        acknowledge_wildcards(
+            self.role,
+            reason="Object wildcards stay inside this project's buckets and prefixes (datasets/ read-only; models/ "
+                   "and checkpoints/ read-write, as SageMaker writes one key per file); the s3 and kms action "
+                   "wildcards are CDK's read/write grant sets on those objects and the project key; log streams "
+                   "are one per job under /aws/sagemaker/TrainingJobs; '*' is only for ecr:GetAuthorizationToken, "
+                   "cloudwatch:PutMetricData (limited to SageMaker namespaces) and EC2 Describe calls, which "
+                   "AWS does not scope to resources.",
+            actions=["s3:GetObject*", "s3:GetBucket*", "s3:List*", "s3:DeleteObject*", "s3:Abort*",
+                     *(["kms:GenerateDataKey*", "kms:ReEncrypt*"] if key is not None else [])],
+            resources=[data_objects, *artifact_objects, f"{training_logs}:log-stream:*", "*",
+                       *([f"arn:{stack.partition}:ec2:{stack.region}:{stack.account}:network-interface/*"]
+                         if subnet_ids else [])],
+        )
+
+    def _allow_vpc(self, subnet_ids: tuple[str, ...], security_group_ids: tuple[str, ...]) -> None:
+        stack = Stack.of(self)
+        ec2_arn = f"arn:{stack.partition}:ec2:{stack.region}:{stack.account}"
+        self.role.add_to_policy(iam.PolicyStatement(
+            sid="DescribeVpc",
+            actions=_VPC_DESCRIBE_ACTIONS,
+            resources=["*"],  # EC2 Describe* calls have no resource-level permissions
+        ))
+        self.role.add_to_policy(iam.PolicyStatement(
+            sid="ManageTrainingNetworkInterfaces",
+            actions=_ENI_ACTIONS,
+            resources=[f"{ec2_arn}:network-interface/*",
+                       *(f"{ec2_arn}:subnet/{subnet}" for subnet in subnet_ids),
+                       *(f"{ec2_arn}:security-group/{group}" for group in security_group_ids)],
+        ))

@@ -1,0 +1,47 @@
+"""cdk-nag acknowledgements that name exactly what they accept.
+
+AwsSolutions-IAM5 reports each wildcard separately (`Action::s3:GetObject*`, `Resource::<arn>/datasets/*`)
+and only an acknowledgement naming that exact finding silences it, so a new wildcard still fails synthesis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from aws_cdk import Acknowledgment, Stack, Validations
+from constructs import IConstruct
+
+
+def acknowledge(construct: IConstruct, rule: str, reason: str) -> None:
+    """Accept a whole rule (e.g. `AwsSolutions-S1`) for `construct` and everything below it."""
+    Validations.of(construct).acknowledge(Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason))
+
+
+def acknowledge_wildcards(construct: IConstruct, *, reason: str, actions: Iterable[str] = (),
+                          resources: Iterable[str] = ()) -> None:
+    """Accept these wildcard actions and resources (tokens allowed) in `construct`'s policies, and no others."""
+    stack = Stack.of(construct)
+    findings = [f"Action::{action}" for action in actions]
+    findings += [f"Resource::{flatten_reference(stack.resolve(resource))}" for resource in resources]
+    Validations.of(construct).acknowledge(*(
+        Acknowledgment(id=f"AwsSolutions::AwsSolutions-IAM5[{finding}]", reason=reason) for finding in findings))
+
+
+def flatten_reference(value: Any) -> str:
+    """A resolved CloudFormation value as cdk-nag writes it in findings (its `flattenCfnReference`)."""
+    if isinstance(value, str):
+        return value.replace("${", "<").replace("}", ">")
+    if "Fn::Join" in value:
+        delimiter, items = value["Fn::Join"]
+        return delimiter.join(flatten_reference(item) for item in items)
+    if "Fn::Sub" in value:
+        return flatten_reference(value["Fn::Sub"])
+    if "Fn::GetAtt" in value:
+        resource, attribute = value["Fn::GetAtt"]
+        return f"<{flatten_reference(resource)}.{flatten_reference(attribute)}>"
+    if "Fn::ImportValue" in value:
+        return flatten_reference(value["Fn::ImportValue"])
+    if "Ref" in value:
+        return f"<{flatten_reference(value['Ref'])}>"
+    raise ValueError(f"cannot name the cdk-nag finding for {value!r}: acknowledge it with a literal instead")
