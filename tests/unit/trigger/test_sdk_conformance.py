@@ -1,0 +1,118 @@
+"""Our request equals what the real SageMaker Python SDK v2 (sagemaker==2.257.7) sends for the same settings.
+
+The SDK builds its request offline here: a `PyTorch` estimator on a `sagemaker.Session` whose SageMaker client is
+a real botocore client behind a Stubber, with the request read off the client's parameter hook. The SDK is a test
+dependency only; the trigger never imports it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")  # the SDK's v3 migration notice, on every estimator
+sagemaker = pytest.importorskip("sagemaker", reason="the SageMaker Python SDK v2 is a test-only dependency")
+from sagemaker.inputs import TrainingInput  # noqa: E402
+from sagemaker.pytorch import PyTorch  # noqa: E402
+
+from training_trigger.request import build_training_job_request  # noqa: E402
+from trigger.sample_inputs import job_spec, stack_settings  # noqa: E402
+
+# Importing the SDK alone takes seconds.
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning:sagemaker.*")]
+REGION = "eu-west-1"
+# The SDK otherwise reports each fit() to an AWS telemetry endpoint.
+SDK_CONFIG = {"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {"Modules": {"TelemetryOptOut": True}}}}
+COMPARED_FIELDS = ("HyperParameters", "InputDataConfig", "ResourceConfig", "OutputDataConfig", "StoppingCondition",
+                   "CheckpointConfig", "VpcConfig", "RetryStrategy")
+
+
+def _sdk_request(settings, spec, *, framework_version: str) -> dict[str, Any]:
+    """What `PyTorch(...).fit(...)` sends to CreateTrainingJob for these settings."""
+    boto_session = boto3.Session(region_name=REGION, aws_access_key_id="testing", aws_secret_access_key="testing")
+    client = boto_session.client("sagemaker")
+    sent: list[dict[str, Any]] = []
+    client.meta.events.register_first("before-parameter-build.sagemaker.CreateTrainingJob",
+                                      lambda params, **_: sent.append(dict(params)))
+    distribution = {"none": None, "pytorchddp": {"pytorchddp": {"enabled": True}},
+                    "smdistributed": {"smdistributed": {"dataparallel": {"enabled": True}}},
+                    "torch_distributed": {"torch_distributed": {"enabled": True}}}[spec.distribution]
+    with Stubber(client) as stubber:
+        stubber.add_response("create_training_job", {"TrainingJobArn": f"arn:aws:sagemaker:{REGION}:123456789012:"
+                                                                       f"training-job/{spec.job_name}"})
+        session = sagemaker.Session(boto_session=boto_session, sagemaker_client=client, sagemaker_config=SDK_CONFIG)
+        estimator = PyTorch(
+            entry_point=spec.entry_point, source_dir=settings.source_bundle_uri, role=settings.role_arn,
+            framework_version=framework_version, py_version=settings.python_version,
+            instance_type=spec.instance_type, instance_count=spec.instance_count, distribution=distribution,
+            hyperparameters=dict(spec.hyperparameters), output_path=settings.output_s3_uri,
+            checkpoint_s3_uri=f"{settings.checkpoint_s3_uri}{spec.job_name}/", checkpoint_local_path="/opt/ml/checkpoints",
+            volume_size=settings.volume_size_gb, max_run=spec.max_runtime, input_mode=settings.input_mode,
+            use_spot_instances=spec.spot, max_wait=settings.max_wait_seconds if spec.spot else None,
+            subnets=list(settings.subnet_ids) or None, security_group_ids=list(settings.security_group_ids) or None,
+            volume_kms_key=settings.kms_key_arn, output_kms_key=settings.kms_key_arn,
+            enable_network_isolation=settings.enable_network_isolation,
+            encrypt_inter_container_traffic=settings.enable_inter_container_encryption,
+            max_retry_attempts=settings.job_retry_attempts or None,
+            keep_alive_period_in_seconds=settings.keep_alive_seconds or None,
+            metric_definitions=[dict(d) for d in settings.metric_definitions],
+            sagemaker_session=session, debugger_hook_config=False, disable_profiler=True,
+        )
+        estimator.fit({name: TrainingInput(uri) for name, uri in spec.channels.items()}, wait=False, logs=False,
+                      job_name=spec.job_name)
+    [request] = sent
+    return request
+
+
+@pytest.mark.parametrize(
+    ("distribution", "framework_version", "python_version", "instance_type", "count"),
+    [
+        ("none", "2.2.0", "py310", "ml.g5.2xlarge", 1),
+        ("pytorchddp", "2.2.0", "py310", "ml.p4d.24xlarge", 2),
+        ("smdistributed", "2.2.0", "py310", "ml.p4de.24xlarge", 1),
+        ("torch_distributed", "2.8.0", "py312", "ml.g5.12xlarge", 2),
+    ],
+)
+def test_each_distribution_mode_matches_the_sdk(distribution, framework_version, python_version, instance_type, count):
+    # Given the same job for the SDK and for the trigger
+    settings = stack_settings(FRAMEWORK_VERSION=framework_version, PYTHON_VERSION=python_version)
+    spec = job_spec(distribution=distribution, instance_type=instance_type, instance_count=count)
+    # When both build the request
+    sdk = _sdk_request(settings, spec, framework_version=framework_version)
+    ours = build_training_job_request(spec, settings)
+    # Then hyperparameters, channels, resources, output, stopping and checkpoints are equal
+    for name in COMPARED_FIELDS:
+        assert ours.get(name) == sdk.get(name), name
+    assert ours["AlgorithmSpecification"]["TrainingInputMode"] == sdk["AlgorithmSpecification"]["TrainingInputMode"]
+    assert ours["AlgorithmSpecification"]["EnableSageMakerMetricsTimeSeries"] is \
+        sdk["AlgorithmSpecification"]["EnableSageMakerMetricsTimeSeries"]
+    assert ours["AlgorithmSpecification"]["MetricDefinitions"] == sdk["AlgorithmSpecification"]["MetricDefinitions"]
+
+
+def test_production_options_match_the_sdk():
+    # Given spot, VPC, KMS (on an instance without local NVMe), isolation, encryption, retries and FastFile
+    settings = stack_settings(USE_SPOT="true", MAX_WAIT_SECONDS="172800", SUBNET_IDS="subnet-0a1b,subnet-2c3d",
+                              SECURITY_GROUP_IDS="sg-0f1e", KMS_KEY_ARN="arn:aws:kms:eu-west-1:123456789012:key/1a2b",
+                              ENABLE_NETWORK_ISOLATION="true", ENABLE_INTER_CONTAINER_ENCRYPTION="true",
+                              JOB_RETRY_ATTEMPTS="3", INPUT_MODE="FastFile")
+    spec = job_spec(distribution="torch_distributed", instance_type="ml.p3.8xlarge", instance_count=2, spot=True,
+                    max_runtime=43200)
+    # When both build the request
+    sdk = _sdk_request(settings, spec, framework_version="2.2.0")
+    ours = build_training_job_request(spec, settings)
+    # Then every compared field and the flags agree
+    for name in COMPARED_FIELDS:
+        assert ours.get(name) == sdk.get(name), name
+    for flag in ("EnableManagedSpotTraining", "EnableNetworkIsolation", "EnableInterContainerTrafficEncryption"):
+        assert ours[flag] == sdk[flag], flag
+
+
+def test_warm_pool_matches_the_sdk():
+    settings = stack_settings(KEEP_ALIVE_SECONDS="1800")
+    spec = job_spec()
+    sdk = _sdk_request(settings, spec, framework_version="2.2.0")
+    assert build_training_job_request(spec, settings)["ResourceConfig"] == sdk["ResourceConfig"]
