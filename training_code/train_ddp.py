@@ -38,30 +38,22 @@ def train(session: Session) -> None:
     optimizer = engine.build_optimizer(model, config, device)
     scheduler = engine.build_scheduler(optimizer, total_steps, config.warmup_fraction)
     step, epoch, position = 0, 0, 0
-    latest = checkpoint.latest_checkpoint(session.config.paths.checkpoint_dir)
-    if latest is not None:
-        state = checkpoint.load_checkpoint(latest)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        step, epoch, position, session.history = state["step"], state["epoch"], state["position"], state["history"]
-        if len(state["rng"]) == topology.world_size:
-            checkpoint.set_rng_state(state["rng"][topology.rank])
+    resumed = checkpoint.restore_training_state(session.config.paths.checkpoint_dir, model, topology.rank,
+                                                topology.world_size)
+    if resumed is not None:
+        optimizer.load_state_dict(resumed["optimizer"])
+        scheduler.load_state_dict(resumed["scheduler"])
+        step, epoch, position, session.history = resumed["step"], resumed["epoch"], resumed["position"], resumed["history"]
+        if resumed["rng"] is not None:
+            checkpoint.set_rng_state(resumed["rng"])
     trained = engine.wrap_ddp(torch.compile(model) if config.compile else model, device, topology.world_size)
     loss_function = LOSSES[config.loss]
     progress = Progress(total_steps, topology.is_main, step)
-    if latest is not None:
-        progress.note(f"resumed from {latest} at step {step}")
+    if resumed is not None:
+        progress.note(f"resumed from {resumed['path']} at step {step}")
     stop = checkpoint.StopSignal()
     meter = TrainingMeter(device)
     last_metrics: dict[str, float] = {}
-
-    def save() -> None:
-        rng_states = distributed.all_gather_objects(checkpoint.rng_state())
-        if topology.is_main:
-            checkpoint.save_checkpoint(session.config.paths.checkpoint_dir, step, {
-                "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "step": step, "epoch": epoch, "position": position, "rng": rng_states, "history": session.history})
 
     while step < total_steps:
         for batch in batches.epoch_batches(epoch, position):
@@ -75,7 +67,9 @@ def train(session: Session) -> None:
                 session.history.append(last_metrics)
                 progress.report(last_metrics)
             if stopping or (config.checkpoint_every and step % config.checkpoint_every == 0):
-                save()
+                checkpoint.save_training_state(
+                    session.config.paths.checkpoint_dir, topology.is_main, model=model, optimizer=optimizer,
+                    scheduler=scheduler, step=step, epoch=epoch, position=position, history=session.history)
             if stopping:
                 progress.note(f"SIGTERM: checkpoint written at step {step}; rerun to resume")
                 return

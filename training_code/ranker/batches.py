@@ -54,8 +54,7 @@ class QueryBatches:
         if self.steps_per_epoch == 0:
             raise ValueError(f"batch_size: {batch_size} queries x {world_size} processes exceeds the "
                              f"{queries.num_queries} training queries; lower --batch-size")
-        # Where the next iteration starts; Lightning saves and restores it through state_dict().
-        self.epoch, self.start_step = 0, 0
+        self.next_epoch, self.next_start_step = 0, 0
 
     def rank_indices(self, epoch: int) -> torch.Tensor:
         """`[steps_per_epoch, batch_size]` query indices of this rank, on the device: one copy per epoch."""
@@ -69,19 +68,14 @@ class QueryBatches:
         for step in range(start_step, self.steps_per_epoch):
             yield self.queries.gather(indices[step])
 
-    # Lightning's fit loop drives these: iterate the current epoch from the stored position, then move on.
+    # Lightning calls iter() at least once per epoch (more during set-up), and fetches ahead, so the iterator must
+    # not count epochs itself: it serves the position its owner last set with resume_at, which the owner advances
+    # from finished steps.
     def __iter__(self) -> Iterator[Batch]:
-        epoch, start = self.epoch, self.start_step
-        for position, batch in enumerate(self.epoch_batches(epoch, start), start=start):
-            self.start_step = position + 1
-            yield batch
-        self.epoch, self.start_step = epoch + 1, 0
+        return self.epoch_batches(self.next_epoch, self.next_start_step)
 
     def __len__(self) -> int:
         return self.steps_per_epoch
 
-    def state_dict(self) -> dict[str, int]:
-        return {"epoch": self.epoch, "start_step": self.start_step}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        self.epoch, self.start_step = int(state["epoch"]), int(state["start_step"])
+    def resume_at(self, epoch: int, start_step: int) -> None:
+        self.next_epoch, self.next_start_step = epoch, start_step

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from ranker import distributed
+
 _NAME = re.compile(r"^step-(\d{9})\.pt$")
 KEEP_LAST = 2
 
@@ -82,3 +84,28 @@ class StopSignal:
 
     def _handle(self, signum: int, frame: object) -> None:
         self.received = True
+
+
+def save_training_state(folder: Path, is_main: bool, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                        scheduler: torch.optim.lr_scheduler.LRScheduler, step: int, epoch: int, position: int,
+                        history: list[dict[str, float]]) -> None:
+    """Collective: every rank contributes its RNG state, rank 0 writes."""
+    rng_states = distributed.all_gather_objects(rng_state())
+    if is_main:
+        save_checkpoint(folder, step, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                                       "scheduler": scheduler.state_dict(), "step": step, "epoch": epoch,
+                                       "position": position, "rng": rng_states, "history": history})
+
+
+def restore_training_state(folder: Path, model: torch.nn.Module, rank: int, world_size: int) -> dict[str, Any] | None:
+    """Loads the newest checkpoint's weights into `model` and returns the rest (optimizer, scheduler, counters) for
+    the caller to apply once those exist; None when there is nothing to resume."""
+    latest = latest_checkpoint(folder)
+    if latest is None:
+        return None
+    state = load_checkpoint(latest)
+    model.load_state_dict(state["model"])
+    state["path"] = latest
+    # Another world size draws different per-rank streams anyway; keep this run's fresh seeds then.
+    state["rng"] = state["rng"][rank] if len(state["rng"]) == world_size else None
+    return state
