@@ -1,0 +1,3 @@
+from local_mode.cli import main
+
+raise SystemExit(main())

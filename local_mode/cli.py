@@ -1,0 +1,53 @@
+"""`python -m local_mode [options]` (`make demo ARGS="..."`): the whole pipeline on this machine."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from local_mode.demo import DemoOptions, DemoResult, run_demo
+
+DISTRIBUTIONS = ("torch_distributed", "pytorchddp", "smdistributed", "none")
+ENTRY_POINTS = ("train_lightning.py", "train_ddp.py")
+
+
+def parse_options(argv: Sequence[str] | None) -> DemoOptions:
+    defaults = DemoOptions()
+    parser = argparse.ArgumentParser(prog="python -m local_mode", description=__doc__)
+    parser.add_argument("--queries", type=int, default=defaults.queries, help="synthetic dataset size in queries")
+    parser.add_argument("--epochs", type=int, default=defaults.epochs, help="training epochs (manifest override)")
+    parser.add_argument("--entry-point", choices=ENTRY_POINTS, default=defaults.entry_point)
+    parser.add_argument("--distribution", choices=DISTRIBUTIONS, default=defaults.distribution)
+    parser.add_argument("--instance-count", type=int, default=defaults.instance_count,
+                        help="local hosts (algo-1 .. algo-N)")
+    parser.add_argument("--processes-per-host", type=int, default=defaults.processes_per_host,
+                        help="CPU ranks per local host (GPUs per instance in the cloud)")
+    parser.add_argument("--data", type=Path, default=None,
+                        help="a folder of LETOR files to upload instead of generated data")
+    args = parser.parse_args(argv)
+    for name in ("queries", "epochs", "instance_count", "processes_per_host"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')}={getattr(args, name)}: use 1 or more")
+    if args.data and not args.data.is_dir():
+        parser.error(f"--data {args.data}: not a folder; give a folder holding rank.train (+ rank.train.query)")
+    return DemoOptions(queries=args.queries, epochs=args.epochs, entry_point=args.entry_point,
+                       distribution=args.distribution, instance_count=args.instance_count,
+                       processes_per_host=args.processes_per_host, data=args.data)
+
+
+def render_summary(result: DemoResult) -> str:
+    ndcg = "n/a" if result.ndcg_at_10 is None else f"{result.ndcg_at_10:.4f}"
+    lines = [f"job:       {result.job_name}", f"status:    {result.status}",
+             f"duration:  {result.duration_seconds:.1f} s", f"NDCG@10:   {ndcg}",
+             f"artifact:  {result.model_artifact or '-'}",
+             f"plot:      {', '.join(str(path) for path in result.plots) or '-'}"]
+    if result.failure_reason:
+        lines.append(f"reason:    {result.failure_reason}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    result = run_demo(parse_options(argv))
+    print(render_summary(result))
+    return 0 if result.status == "Completed" else 1

@@ -1,0 +1,44 @@
+"""Invokes the trigger Lambda's handler as the Lambda runtime would: its own process, its asset folder as the
+code root, the stack's environment, and the endpoint URLs of the local services."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from local_mode.local_clients import LOCAL_REGION, dummy_credentials_environment
+
+TRIGGER_ASSET = Path(__file__).resolve().parents[1] / "lambda" / "trigger"
+
+# The runtime hands the handler a context object; this one carries the fields Powertools reads.
+_INVOKE = """
+import json, os, sys, uuid
+from types import SimpleNamespace
+import handler
+context = SimpleNamespace(function_name="training-trigger", function_version="$LATEST", memory_limit_in_mb=512,
+                          invoked_function_arn=os.environ["LOCAL_MODE_FUNCTION_ARN"],
+                          aws_request_id=str(uuid.uuid4()), log_group_name="local", log_stream_name="local",
+                          get_remaining_time_in_millis=lambda: 60000)
+result = handler.lambda_handler(json.load(sys.stdin), context)
+print("LOCAL_MODE_RESULT " + json.dumps(result, default=str))
+"""
+
+
+def invoke_trigger(event: dict[str, Any], *, account: str, function_environment: dict[str, str], s3_url: str, sns_url: str,
+                   sagemaker_url: str) -> dict[str, Any]:
+    """Run `lambda_handler(event, context)`; returns its result (raises with its log when it crashes)."""
+    env = {"PATH": os.environ.get("PATH", ""), **function_environment, **dummy_credentials_environment(),
+           "AWS_ENDPOINT_URL_S3": s3_url, "AWS_ENDPOINT_URL_SNS": sns_url, "AWS_ENDPOINT_URL_SAGEMAKER": sagemaker_url,
+           "AWS_LAMBDA_FUNCTION_NAME": "training-trigger", "PYTHONPATH": str(TRIGGER_ASSET),
+           "LOCAL_MODE_FUNCTION_ARN": f"arn:aws:lambda:{LOCAL_REGION}:{account}:function:training-trigger"}
+    completed = subprocess.run([sys.executable, "-c", _INVOKE], input=json.dumps(event), cwd=TRIGGER_ASSET, env=env,
+                               capture_output=True, text=True, timeout=120)
+    results = [line for line in completed.stdout.splitlines() if line.startswith("LOCAL_MODE_RESULT ")]
+    if completed.returncode != 0 or not results:
+        raise RuntimeError(f"the trigger handler failed (exit {completed.returncode}):\n"
+                           f"{(completed.stdout + completed.stderr)[-3000:]}")
+    return json.loads(results[-1].removeprefix("LOCAL_MODE_RESULT "))
