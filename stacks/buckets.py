@@ -7,7 +7,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from stacks.nag import acknowledge
+from stacks.compliance import acknowledge, skip_checkov
 
 # SageMaker writes these prefixes of the artifacts bucket.
 MODEL_PREFIX = "models/"
@@ -32,6 +32,8 @@ class ProjectBuckets(Construct):
         acknowledge(self.access_logs, "AwsSolutions-S1",
                     "This is the access-log bucket itself: logging it into itself would loop, and a further log "
                     "bucket would only move the question one bucket along.")
+        skip_checkov(self.access_logs.node.default_child, "CKV_AWS_18",
+                     "This is the access-log bucket itself (see AwsSolutions-S1).")
         encryption = s3.BucketEncryption.KMS if key else s3.BucketEncryption.S3_MANAGED
         # Datasets arrive as S3 events on EventBridge: the trigger rule listens there, not on bucket notifications.
         self.data = s3.Bucket(

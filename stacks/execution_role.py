@@ -10,7 +10,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from stacks.buckets import CHECKPOINT_PREFIX, MODEL_PREFIX
-from stacks.nag import acknowledge_wildcards
+from stacks.compliance import acknowledge_wildcards
 from stacks.training_image import DlcImage
 
 _VPC_DESCRIBE_ACTIONS = ["ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs", "ec2:DescribeDhcpOptions",

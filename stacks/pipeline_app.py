@@ -7,6 +7,7 @@ from pathlib import Path
 from aws_cdk import App, Environment, Tags, Validations
 from cdk_nag import AwsSolutionsChecks
 
+from stacks.compliance import skip_checkov_on_cdk_provided_functions
 from stacks.config import PipelineConfig
 from stacks.stateful_stack import StatefulStack
 from stacks.stateless_stack import StatelessStack
@@ -35,5 +36,6 @@ def build_app(app: App, config: PipelineConfig, *, build_dir: Path) -> tuple[Sta
     for stack in (stateful, stateless):
         Tags.of(stack).add("project", config.project_prefix)
         Tags.of(stack).add("environment", config.env_name)
+        skip_checkov_on_cdk_provided_functions(stack)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return stateful, stateless

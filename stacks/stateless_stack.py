@@ -55,7 +55,7 @@ class StatelessStack(Stack):
             asset_dir=stage_lambda_bundle(PROJECT_ROOT / "lambda" / "trigger", build_dir / "lambda-trigger"),
             environment=environment, data_bucket=stateful.data_bucket, dataset_prefix=config.dataset_prefix,
             marker_names=config.marker_names, project_prefix=config.project_prefix, execution_role=execution_role,
-            topic=notifications.topic, key=data_key,
+            topic=notifications.topic, key=data_key, environment_key=stateful.key,
             reserved_concurrency=config.trigger_reserved_concurrency,
             timeout_seconds=config.trigger_timeout_seconds, retry_attempts=config.trigger_retry_attempts,
             max_event_age_seconds=config.trigger_max_event_age_seconds,

@@ -1,4 +1,4 @@
-"""cdk-nag acknowledgements that name exactly what they accept.
+"""Accepted findings of the template checks, each with its reason: cdk-nag acknowledgements, checkov skips.
 
 AwsSolutions-IAM5 reports each wildcard separately (`Action::s3:GetObject*`, `Resource::<arn>/datasets/*`)
 and only an acknowledgement naming that exact finding silences it, so a new wildcard still fails synthesis.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from aws_cdk import Acknowledgment, Stack, Validations
+from aws_cdk import Acknowledgment, CfnResource, Stack, Validations
 from constructs import IConstruct
 
 
@@ -26,6 +26,30 @@ def acknowledge_wildcards(construct: IConstruct, *, reason: str, actions: Iterab
     findings += [f"Resource::{flatten_reference(stack.resolve(resource))}" for resource in resources]
     Validations.of(construct).acknowledge(*(
         Acknowledgment(id=f"AwsSolutions::AwsSolutions-IAM5[{finding}]", reason=reason) for finding in findings))
+
+
+def skip_checkov(resource: CfnResource, check_id: str, reason: str) -> None:
+    """Skip one checkov check on one resource (checkov reads `Metadata.checkov.skip` in the template)."""
+    metadata = resource.get_metadata("checkov") or {"skip": []}
+    metadata["skip"].append({"id": check_id, "comment": reason})
+    resource.add_metadata("checkov", metadata)
+
+
+# The Lambdas CDK itself adds (bucket notifications, auto-delete on destroy) run once per deployment.
+_CDK_PROVIDED_FUNCTION_IDS = ("BucketNotificationsHandler", "Custom::")
+_CDK_FUNCTION_SKIPS = {
+    "CKV_AWS_115": "CDK-provided deployment-time handler: runs once per deployment, concurrency is not a risk",
+    "CKV_AWS_116": "CDK-provided deployment-time handler: CloudFormation retries and reports its failures",
+    "CKV_AWS_117": "CDK-provided deployment-time handler: talks to AWS APIs only, a VPC would add nothing",
+}
+
+
+def skip_checkov_on_cdk_provided_functions(stack: Stack) -> None:
+    for construct in stack.node.find_all():
+        if (isinstance(construct, CfnResource) and construct.cfn_resource_type == "AWS::Lambda::Function"
+                and any(part.startswith(_CDK_PROVIDED_FUNCTION_IDS) for part in construct.node.path.split("/"))):
+            for check_id, reason in _CDK_FUNCTION_SKIPS.items():
+                skip_checkov(construct, check_id, reason)
 
 
 def flatten_reference(value: Any) -> str:
