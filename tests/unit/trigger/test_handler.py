@@ -9,6 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import re
+from pathlib import Path
 from dataclasses import dataclass
 
 import pytest
@@ -221,3 +223,22 @@ def test_data_objects_are_ignored_without_any_call(sagemaker_stub):
     event = load_event("s3_eventbridge_object_created.json")
     event["detail"]["object"]["key"] = "datasets/web+search/2026-11-01/train/part-00000.txt"
     assert _invoke(event)["status"] == "ignored"
+
+
+def _readme_payloads() -> list[dict]:
+    readme = (Path(__file__).resolve().parents[3] / "docs" / "readme-parts" / "trigger.md").read_text()
+    return [json.loads(match) for match in re.findall(r"--payload '(.*?)'", readme, flags=re.DOTALL)]
+
+
+def test_readme_payload_examples_run_as_written_in_dry_run(s3_stub, sagemaker_stub):
+    # Given the payloads exactly as the README shows them
+    payloads = _readme_payloads()
+    assert len(payloads) == 2 and all(payload["dry_run"] for payload in payloads)
+    # When each is invoked (dataset payloads list their version first)
+    results = []
+    for payload in payloads:
+        if "dataset" in payload:
+            _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+        results.append(_invoke(payload))
+    # Then each returns its checked request and nothing starts
+    assert [result["status"] for result in results] == ["dry_run", "dry_run"], results
