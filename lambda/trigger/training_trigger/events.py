@@ -103,7 +103,8 @@ def _from_manual_payload(payload: Mapping[str, Any]) -> TriggerRequest:
     dataset, version, channels = payload.get("dataset"), payload.get("version"), payload.get("channels", {})
     for name, value in (("dataset", dataset), ("version", version)):
         if value is not None and not (isinstance(value, str) and _PATH_SEGMENT.match(value)):
-            errors.append(f"{name}={value!r} is not a dataset path segment: give the folder name under the dataset prefix, without '/'")
+            errors.append(f"{name}={value!r} is not a dataset path segment: give the folder name under the dataset "
+                          f"prefix, without '/'")
     if not isinstance(channels, Mapping):
         errors.append(f"channels={channels!r} is not an object: e.g. {{\"train\": \"s3://bucket/prefix/\"}}")
         channels = {}

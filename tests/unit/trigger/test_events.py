@@ -88,7 +88,8 @@ def test_schedule_asks_for_the_newest_complete_version(settings):
 
 
 def test_other_eventbridge_events_are_ignored(settings):
-    event = {**load_event("schedule.json"), "source": "aws.sagemaker", "detail-type": "SageMaker Training Job State Change"}
+    event = {**load_event("schedule.json"), "source": "aws.sagemaker",
+             "detail-type": "SageMaker Training Job State Change"}
     assert isinstance(parse_event(event, settings), Ignored)
 
 

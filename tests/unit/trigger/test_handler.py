@@ -108,7 +108,7 @@ def test_the_same_event_twice_is_reported_as_duplicate(s3_stub, sagemaker_stub, 
     sagemaker_stub.add_response("create_training_job", {"TrainingJobArn": "arn:aws:sagemaker:eu-west-1:"
                                                         "123456789012:training-job/ranker-x"})
     sagemaker_stub.add_client_error("create_training_job", service_error_code="ResourceInUse",
-                                    service_message="Training job names must be unique within an AWS account and region")
+                                    service_message="Training job names must be unique within an account and region")
     # When the event arrives twice
     first, second = _invoke(event), _invoke(event)
     # Then the second is a duplicate of the first, not an error

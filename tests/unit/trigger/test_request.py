@@ -68,7 +68,8 @@ def test_sdk_defaults_for_channels_resources_and_stopping(settings):
     request = build_training_job_request(spec, settings)
     assert [channel["ChannelName"] for channel in request["InputDataConfig"]] == list(spec.channels)
     s3 = request["InputDataConfig"][0]["DataSource"]["S3DataSource"]
-    assert s3 == {"S3DataType": "S3Prefix", "S3Uri": spec.channels["train"], "S3DataDistributionType": "FullyReplicated"}
+    assert s3 == {"S3DataType": "S3Prefix", "S3Uri": spec.channels["train"],
+                  "S3DataDistributionType": "FullyReplicated"}
     assert request["ResourceConfig"] == {"InstanceType": spec.instance_type, "InstanceCount": 1,
                                          "VolumeSizeInGB": settings.volume_size_gb}
     assert request["StoppingCondition"] == {"MaxRuntimeInSeconds": spec.max_runtime}
