@@ -109,7 +109,7 @@ def _flag_type(annotation: str):
 
 
 def build_parser(description: str = "") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=description, argument_default=argparse.SUPPRESS)
+    parser = argparse.ArgumentParser(description=description, argument_default=argparse.SUPPRESS, allow_abbrev=False)
     for section, config_class in (("model", ModelConfig), ("data", DataConfig), ("train", TrainConfig),
                                   ("paths", PathsConfig)):
         group = parser.add_argument_group(section)

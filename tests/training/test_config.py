@@ -1,0 +1,51 @@
+"""Hyperparameters and directories as SageMaker's container contract delivers them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ranker.config import parse_config
+
+
+def test_flags_accept_dash_and_underscore_spellings():
+    config = parse_config(["--train", "d", "--batch_size", "7", "--learning-rate", "0.01", "--log1p", "true"], env={})
+    assert (config.train.batch_size, config.train.learning_rate, config.data.log1p) == (7, 0.01, True)
+
+
+def test_directories_default_from_sagemaker_environment():
+    env = {"SM_CHANNEL_TRAIN": "/opt/ml/input/data/train", "SM_CHANNEL_TEST": "/t", "SM_MODEL_DIR": "/opt/ml/model",
+           "SM_OUTPUT_DATA_DIR": "/opt/ml/output/data", "SAGEMAKER_BASE_DIR": "/tmp/local-job"}
+    config = parse_config([], env=env)
+    assert config.data.train == Path("/opt/ml/input/data/train")
+    assert config.data.validation is None and config.data.test == Path("/t")
+    assert config.paths.model_dir == Path("/opt/ml/model")
+    assert config.paths.checkpoint_dir == Path("/tmp/local-job/checkpoints")
+
+
+def test_flags_override_the_environment():
+    config = parse_config(["--model-dir", "here", "--checkpoint-dir", "ck"], env={"SM_CHANNEL_TRAIN": "x",
+                                                                                  "SM_MODEL_DIR": "/opt/ml/model"})
+    assert (config.paths.model_dir, config.paths.checkpoint_dir) == (Path("here"), Path("ck"))
+
+
+def test_checkpoints_default_to_opt_ml_checkpoints():
+    assert parse_config(["--train", "d"], env={}).paths.checkpoint_dir == Path("/opt/ml/checkpoints")
+
+
+def test_unknown_flag_is_an_error_naming_it(capsys):
+    with pytest.raises(SystemExit):
+        parse_config(["--train", "d", "--learning-rat", "0.1"], env={})
+    assert "--learning-rat" in capsys.readouterr().err
+
+
+def test_missing_training_channel_says_how_to_give_one():
+    with pytest.raises(ValueError, match="SM_CHANNEL_TRAIN"):
+        parse_config([], env={})
+
+
+def test_bad_choice_is_rejected(capsys):
+    with pytest.raises(SystemExit):
+        parse_config(["--train", "d", "--loss", "lambdarank"], env={})
+    assert "lambdarank" in capsys.readouterr().err

@@ -1,0 +1,97 @@
+"""The LETOR/SVMlight reader, binary shards and the query split."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ranker import convert, data, shards
+
+
+def write(folder, name, text, groups=None):
+    (folder / name).write_text(text)
+    if groups is not None:
+        (folder / f"{name}.query").write_text("".join(f"{size}\n" for size in groups))
+    return folder / name
+
+
+def test_missing_features_are_zero_and_indices_are_one_based(tmp_path):
+    # Given rows that name different sparse features
+    path = write(tmp_path, "rank.train", "2 qid:1 1:0.5 4:1.5\n0 qid:1 2:0.25\n")
+    # When the file is read
+    loaded = data.read_letor_file(path)
+    # Then absent features are 0 and index 1 is column 0
+    np.testing.assert_array_equal(loaded.features, [[0.5, 0, 0, 1.5], [0, 0.25, 0, 0]])
+    np.testing.assert_array_equal(loaded.labels, [2, 0])
+
+
+def test_rows_of_a_query_are_grouped_in_order_of_first_appearance(tmp_path):
+    # Given qids that are neither sorted nor contiguous
+    path = write(tmp_path, "rank.train", "1 qid:9 1:1\n2 qid:3 1:2\n3 qid:9 1:3\n4 qid:3 1:4\n0 qid:5 1:5\n")
+    # When the file is read
+    loaded = data.read_letor_file(path)
+    # Then each query's rows are together, queries in the order they first appeared
+    np.testing.assert_array_equal(loaded.query_offsets, [0, 2, 4, 5])
+    np.testing.assert_array_equal(loaded.labels, [1, 3, 2, 4, 0])
+
+
+def test_comments_and_blank_lines_are_skipped_and_group_file_is_used(tmp_path):
+    # Given a file without qids, with comments and a blank line, and its .query group file
+    path = write(tmp_path, "rank.train", "# header\n1 1:1 # doc a\n\n0 2:1\n3 1:0.5\n", groups=[2, 1])
+    # When the file is read
+    loaded = data.read_letor_file(path)
+    # Then the groups come from the .query file
+    np.testing.assert_array_equal(loaded.query_offsets, [0, 2, 3])
+    np.testing.assert_array_equal(loaded.labels, [1, 0, 3])
+
+
+def test_truncated_line_error_names_file_and_line(tmp_path):
+    # Given a row cut off in the middle of a feature
+    path = write(tmp_path, "rank.train", "1 qid:1 1:0.5\n# note\n0 qid:1 2:\n")
+    # When it is read, Then the error names the file and the line
+    with pytest.raises(ValueError, match=r"rank\.train:3: not a LETOR row"):
+        data.read_letor_file(path)
+
+
+def test_nan_error_names_file_and_line(tmp_path):
+    path = write(tmp_path, "rank.train", "1 qid:1 1:0.5\n\n0 qid:1 2:nan\n")
+    with pytest.raises(ValueError, match=r"rank\.train:3: NaN"):
+        data.read_letor_file(path)
+
+
+def test_group_file_that_does_not_match_the_rows_is_an_error(tmp_path):
+    path = write(tmp_path, "rank.train", "1 1:1\n0 1:2\n", groups=[3])
+    with pytest.raises(ValueError, match=r"add up to 3 rows but the data file has 2"):
+        data.read_letor_file(path)
+
+
+def test_empty_channel_is_an_error_naming_the_channel(tmp_path):
+    (tmp_path / "README.md").write_text("not data\n")
+    with pytest.raises(ValueError, match=f"channel {tmp_path}: no LETOR text files"):
+        data.load_channel(tmp_path)
+
+
+def test_channel_skips_non_data_files_and_reads_the_letor_sample(letor_sample_dir):
+    # Given the real sample folder (with a README and a licence beside the data)
+    loaded = data.load_channel(letor_sample_dir)
+    # Then every row and query is read, features are the data's 300 columns
+    assert (loaded.num_queries, len(loaded.labels), loaded.num_features) == (201, 3005, 300)
+
+
+def test_split_holds_out_whole_queries(synthetic_channel):
+    loaded = data.load_channel(synthetic_channel)
+    train, validation = data.split_queries(loaded, 0.25, seed=0)
+    assert (train.num_queries, validation.num_queries) == (48, 16)
+    # No document is lost or duplicated: label multisets add up
+    assert sorted(np.concatenate([train.labels, validation.labels])) == sorted(loaded.labels)
+
+
+def test_converter_writes_shards_that_read_back_identically(synthetic_channel, tmp_path):
+    # Given a text channel, When it is converted into several shards
+    convert.main(["--input", str(synthetic_channel), "--output", str(tmp_path), "--docs-per-shard", "100"])
+    manifest = shards.read_manifest(tmp_path)
+    # Then there are several shards of whole queries, and reading them gives the same data
+    assert len(manifest["shards"]) > 1
+    original, converted = data.load_channel(synthetic_channel), data.load_channel(tmp_path)
+    np.testing.assert_array_equal(original.features, converted.features)
+    np.testing.assert_array_equal(original.query_offsets, converted.query_offsets)

@@ -1,0 +1,54 @@
+"""NDCG@k per query, averaged, against scikit-learn's definition."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import ndcg_score
+
+from ranker.data import RankingData
+from ranker.metrics import NDCG_CUTOFFS, ndcg_means, ndcg_per_query, ndcg_sums
+
+
+def random_queries(seed: int, num_queries: int = 30) -> RankingData:
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(2, 25, size=num_queries)
+    labels = rng.integers(0, 5, size=sizes.sum()).astype(np.float32)
+    return RankingData(rng.random((sizes.sum(), 1), dtype=np.float32), labels, np.concatenate([[0], np.cumsum(sizes)]))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("k", NDCG_CUTOFFS)
+def test_ndcg_matches_sklearn_per_query_then_averaged(seed, k):
+    # Given queries of different lengths (so padding is involved) and continuous scores
+    data = random_queries(seed)
+    scores = np.random.default_rng(seed + 100).normal(size=len(data.labels)).astype(np.float32)
+    _, labels, mask = data.padded()
+    padded_scores = np.zeros(mask.shape, dtype=np.float32)
+    padded_scores[mask] = scores
+    # When NDCG@k is computed on the padded layout
+    ours = ndcg_per_query(torch.from_numpy(padded_scores), torch.from_numpy(labels), torch.from_numpy(mask), k)
+    # Then each query and the mean match scikit-learn's ndcg_score on that query alone
+    expected = [ndcg_score([data.labels[a:b]], [scores[a:b]], k=k)
+                for a, b in zip(data.query_offsets[:-1], data.query_offsets[1:])]
+    np.testing.assert_allclose(ours.numpy(), expected, rtol=1e-5, atol=1e-6)
+    totals = ndcg_sums(torch.from_numpy(padded_scores), torch.from_numpy(labels), torch.from_numpy(mask))
+    assert ndcg_means(totals, "val")[f"val_ndcg@{k}"] == pytest.approx(np.mean(expected), rel=1e-5)
+
+
+def test_query_without_relevant_documents_scores_zero_like_sklearn():
+    # Given a query whose documents are all irrelevant
+    scores, labels = torch.tensor([[0.3, 0.1, 0.2]]), torch.zeros(1, 3)
+    # When NDCG is computed, Then it is 0, as sklearn defines it
+    assert ndcg_per_query(scores, labels, torch.ones(1, 3, dtype=torch.bool), 10).item() == 0.0
+    assert ndcg_score([[0, 0, 0]], [[0.3, 0.1, 0.2]]) == 0.0
+
+
+def test_padded_slots_never_take_a_rank():
+    # Given a padded slot with a score higher than every real document
+    scores = torch.tensor([[0.1, 0.9, 5.0]])
+    labels = torch.tensor([[1.0, 0.0, 0.0]])
+    mask = torch.tensor([[True, True, False]])
+    # When NDCG@1 is computed, Then it is that of the two real documents only
+    assert ndcg_per_query(scores, labels, mask, 1).item() == pytest.approx(ndcg_score([[1, 0]], [[0.1, 0.9]], k=1))
