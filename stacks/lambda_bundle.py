@@ -1,7 +1,8 @@
 """The trigger Lambda's asset folder: its code plus the pure-Python distributions it lists, staged offline.
 
 The bundle is built on whatever machine runs synthesis (x86, no Docker, no network) for an arm64 runtime,
-so only pure-Python distributions may go in, copied from this environment at exactly the pinned version.
+so only pure-Python distributions may go in, copied from this environment: the listed ones at exactly the pinned
+version, plus what they require (at the installed version) unless the Lambda runtime already provides it.
 """
 
 from __future__ import annotations
@@ -11,9 +12,14 @@ import shutil
 from importlib import metadata
 from pathlib import Path
 
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
 _PIN = re.compile(r"^(?P<name>[A-Za-z0-9_.-]+)==(?P<version>[A-Za-z0-9_.+-]+)$")
 _COMPILED_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
 _SKIPPED_NAMES = frozenset({"__pycache__"})
+# The AWS Lambda Python runtime ships these (boto3 and its dependencies); the bundle must not shadow them.
+RUNTIME_PROVIDED = frozenset({"boto3", "botocore", "s3transfer", "jmespath", "python-dateutil", "urllib3", "six"})
 
 
 class LambdaBundleError(RuntimeError):
@@ -42,22 +48,49 @@ def stage_lambda_bundle(function_dir: Path, staging_dir: Path) -> Path:
     requirements_file = function_dir / "requirements.txt"
     pins = read_pins(requirements_file) if requirements_file.exists() else []
     for name, version in pins:
-        for source, relative in _distribution_files(name, version):
+        _check_version(name, version)
+    for distribution in _with_dependencies([name for name, _ in pins]):
+        for source, relative in _distribution_files(distribution):
             target = staging_dir / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
     return staging_dir
 
 
-def _distribution_files(name: str, version: str) -> list[tuple[Path, Path]]:
-    try:
-        distribution = metadata.distribution(name)
-    except metadata.PackageNotFoundError:
-        raise LambdaBundleError(
-            f"lambda requirement {name}=={version} is not installed: pip install -r requirements.txt") from None
-    if distribution.version != version:
-        raise LambdaBundleError(f"lambda requirement {name}=={version} but {distribution.version} is installed: "
+def _check_version(name: str, version: str) -> None:
+    installed = _installed(name, f"lambda requirement {name}=={version}").version
+    if installed != version:
+        raise LambdaBundleError(f"lambda requirement {name}=={version} but {installed} is installed: "
                                 "make lambda/trigger/requirements.txt and requirements.txt pin the same version")
+
+
+def _installed(name: str, wanted_by: str) -> metadata.Distribution:
+    try:
+        return metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        raise LambdaBundleError(f"{wanted_by} needs {name}, which is not installed: "
+                                "pip install -r requirements.txt") from None
+
+
+def _with_dependencies(names: list[str]) -> list[metadata.Distribution]:
+    """The listed distributions and, transitively, their unconditional requirements the runtime lacks."""
+    found: dict[str, metadata.Distribution] = {}
+    pending = [(name, "lambda/trigger/requirements.txt") for name in names]
+    while pending:
+        name, wanted_by = pending.pop()
+        key = canonicalize_name(name)
+        if key in found or key in RUNTIME_PROVIDED:
+            continue
+        distribution = found[key] = _installed(name, wanted_by)
+        for line in distribution.requires or []:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                pending.append((requirement.name, f"{name} (a lambda requirement)"))
+    return [found[key] for key in sorted(found)]
+
+
+def _distribution_files(distribution: metadata.Distribution) -> list[tuple[Path, Path]]:
+    name, version = distribution.metadata["Name"], distribution.version
     files = []
     for entry in distribution.files or []:
         relative = Path(str(entry))

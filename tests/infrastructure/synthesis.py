@@ -1,0 +1,60 @@
+"""Synthesizes the app the way `cdk synth` does, for tests: cdk.json's context, a named environment, overrides."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import App
+
+from stacks.config import PipelineConfig, build_config
+from stacks.pipeline_app import build_app, stack_names
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+CDK_CONTEXT: dict[str, Any] = json.loads((PROJECT_ROOT / "cdk.json").read_text())["context"]
+
+
+def config_for(env_name: str, **overrides: Any) -> PipelineConfig:
+    return build_config(env_name=env_name, defaults=CDK_CONTEXT["pipeline"], environments=CDK_CONTEXT["environments"],
+                        overrides=overrides)
+
+
+@dataclass(frozen=True)
+class SynthesizedApp:
+    config: PipelineConfig
+    out_dir: Path
+    stateful: dict[str, Any]
+    stateless: dict[str, Any]
+
+    @property
+    def templates(self) -> dict[str, dict[str, Any]]:
+        stateful_name, stateless_name = stack_names(self.config)
+        return {stateful_name: self.stateful, stateless_name: self.stateless}
+
+
+def synthesize(config: PipelineConfig, work_dir: Path) -> SynthesizedApp:
+    """Both stacks synthesized into `work_dir/cdk.out` (cdk-nag runs and raises on any finding)."""
+    feature_flags = {key: value for key, value in CDK_CONTEXT.items() if key.startswith("@aws-cdk/")}
+    app = App(outdir=str(work_dir / "cdk.out"), context=feature_flags)
+    stateful, stateless = build_app(app, config, build_dir=work_dir / "build")
+    assembly = app.synth()
+    return SynthesizedApp(
+        config=config, out_dir=Path(assembly.directory),
+        stateful=assembly.get_stack_by_name(stateful.stack_name).template,
+        stateless=assembly.get_stack_by_name(stateless.stack_name).template,
+    )
+
+
+def resources_of_type(template: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
+    return {logical_id: resource for logical_id, resource in template["Resources"].items()
+            if resource["Type"] == resource_type}
+
+
+def trigger_function(template: dict[str, Any]) -> dict[str, Any]:
+    """The trigger Lambda, found the way local mode finds it: by its handler."""
+    functions = [resource for resource in resources_of_type(template, "AWS::Lambda::Function").values()
+                 if resource["Properties"].get("Handler") == "handler.lambda_handler"]
+    assert len(functions) == 1, f"expected one function with handler.lambda_handler, found {len(functions)}"
+    return functions[0]

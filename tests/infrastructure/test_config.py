@@ -1,0 +1,92 @@
+"""Bad configuration fails synthesis with a message naming the key, the bad value and what is allowed."""
+
+from __future__ import annotations
+
+import pytest
+from aws_cdk import App
+
+from app import config_from_context
+from stacks.config import ConfigError
+from stacks.training_image import resolve_dlc_image
+from .synthesis import CDK_CONTEXT, config_for
+
+
+def test_cdk_json_defaults_are_valid_for_every_named_environment() -> None:
+    for env_name in CDK_CONTEXT["environments"]:
+        # Given cdk.json as committed / When it is validated / Then it passes
+        assert config_for(env_name).env_name == env_name
+
+
+@pytest.mark.parametrize(("overrides", "named"), [
+    ({"project_prefix": "Ranker_X"}, ["project_prefix", "Ranker_X"]),
+    ({"region": "mars-north-1"}, ["region", "mars-north-1"]),
+    ({"dataset_prefix": "/datasets"}, ["dataset_prefix", "/datasets"]),
+    ({"marker_names": ["ok", "bad/name"]}, ["marker_names", "bad/name"]),
+    ({"marker_names": []}, ["marker_names"]),
+    ({"entry_point": "train.py"}, ["entry_point", "train.py", "train_lightning.py"]),
+    ({"distribution": "horovod"}, ["distribution", "horovod", "torch_distributed"]),
+    ({"instance_type": "g5.xlarge"}, ["instance_type", "g5.xlarge"]),
+    ({"instance_count": 0}, ["instance_count", "0"]),
+    ({"framework_version": "latest"}, ["framework_version", "latest"]),
+    ({"python_version": "3.10"}, ["python_version", "3.10"]),
+    ({"image_source": "dockerhub"}, ["image_source", "dockerhub", "custom"]),
+    ({"image_source": "custom"}, ["custom_image_tag", "None", "image_source"]),
+    ({"input_mode": "Pipe"}, ["input_mode", "Pipe", "FastFile"]),
+    ({"volume_size_gb": 0}, ["volume_size_gb", "0"]),
+    ({"max_runtime_seconds": 10**9}, ["max_runtime_seconds", "1000000000"]),
+    ({"use_spot": True, "max_wait_seconds": 60}, ["max_wait_seconds", "60", "max_runtime_seconds"]),
+    ({"use_spot": True, "max_wait_seconds": 90000, "keep_alive_seconds": 300}, ["keep_alive_seconds", "300", "spot"]),
+    ({"keep_alive_seconds": 7200}, ["keep_alive_seconds", "7200"]),
+    ({"job_retry_attempts": -1}, ["job_retry_attempts", "-1"]),
+    ({"subnet_ids": ["subnet-0123456789abcdef0"]}, ["subnet_ids/security_group_ids", "both"]),
+    ({"subnet_ids": "vpc-1", "security_group_ids": "sg-01234567"}, ["subnet_ids", "vpc-1", "subnet-"]),
+    ({"enable_kms": "maybe"}, ["enable_kms", "maybe"]),
+    ({"notification_email": "not-an-address"}, ["notification_email", "not-an-address"]),
+    ({"retrain_schedule": "weekly"}, ["retrain_schedule", "weekly"]),
+    ({"removal_policy": "snapshot"}, ["removal_policy", "snapshot", "retain"]),
+    ({"trigger_reserved_concurrency": 0}, ["trigger_reserved_concurrency", "0"]),
+    ({"log_retention_days": 10}, ["log_retention_days", "10", "14"]),
+    ({"default_hyperparameters": {"sagemaker_program": "x.py"}}, ["default_hyperparameters", "sagemaker_program"]),
+    ({"distribution": "torch_distributed", "instance_type": "ml.c5.xlarge"}, ["instance_type", "ml.c5.xlarge", "GPU"]),
+    ({"distribution": "pytorchddp", "framework_version": "2.3.0"}, ["distribution", "pytorchddp", "2.2.0"]),
+    ({"unknown_key": 1}, ["unknown_key"]),
+])
+def test_bad_value_is_refused_naming_key_value_and_allowed(overrides: dict, named: list[str]) -> None:
+    # Given a config with one bad value / When it is validated / Then the error names key, value and what is allowed
+    with pytest.raises(ConfigError) as error:
+        config_for("dev", **overrides)
+    for text in named:
+        assert text in str(error.value)
+
+
+def test_unknown_environment_names_the_known_ones() -> None:
+    with pytest.raises(ConfigError, match=r"env='staging'.*\['dev', 'prod'\]"):
+        config_for("staging")
+
+
+def test_framework_version_without_a_dlc_is_refused_at_image_resolution() -> None:
+    # Given a well-formed version the SDK has no DLC for
+    config = config_for("dev", framework_version="1.0.1")
+    # When the image is resolved / Then the message names the key and value
+    with pytest.raises(ConfigError, match=r"framework_version='1.0.1'"):
+        resolve_dlc_image(config)
+
+
+def test_context_strings_from_the_command_line_override_cdk_json() -> None:
+    # Given `-c env=prod -c use_spot=false -c instance_count=3 -c marker_names=_DONE -c subnet_ids=...`
+    app = App(context={**CDK_CONTEXT, "env": "prod", "use_spot": "false", "instance_count": "3",
+                       "marker_names": "_DONE", "subnet_ids": "subnet-0123456789abcdef0",
+                       "security_group_ids": "sg-0123456789abcdef0"})
+    # When app.py reads the context
+    config = config_from_context(app)
+    # Then command-line values win over both cdk.json layers, typed
+    assert (config.env_name, config.use_spot, config.instance_count) == ("prod", False, 3)
+    assert config.marker_names == ("_DONE",)
+    assert config.subnet_ids == ("subnet-0123456789abcdef0",)
+    assert config.instance_type == CDK_CONTEXT["environments"]["prod"]["instance_type"]
+
+
+def test_config_is_frozen() -> None:
+    config = config_for("dev")
+    with pytest.raises(ValueError):
+        config.instance_count = 5  # type: ignore[misc]
