@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import App
+from aws_cdk import App, Stack
 
 from stacks.config import PipelineConfig, build_config
 from stacks.pipeline_app import build_app, stack_names
@@ -34,10 +34,18 @@ class SynthesizedApp:
         return {stateful_name: self.stateful, stateless_name: self.stateless}
 
 
+def feature_flags() -> dict[str, Any]:
+    """cdk.json's feature flags: constructs behave in tests as in `cdk synth`."""
+    return {key: value for key, value in CDK_CONTEXT.items() if key.startswith("@aws-cdk/")}
+
+
+def bare_stack() -> Stack:
+    return Stack(App(context=feature_flags()), "Test")
+
+
 def synthesize(config: PipelineConfig, work_dir: Path) -> SynthesizedApp:
     """Both stacks synthesized into `work_dir/cdk.out` (cdk-nag runs and raises on any finding)."""
-    feature_flags = {key: value for key, value in CDK_CONTEXT.items() if key.startswith("@aws-cdk/")}
-    app = App(outdir=str(work_dir / "cdk.out"), context=feature_flags)
+    app = App(outdir=str(work_dir / "cdk.out"), context=feature_flags())
     stateful, stateless = build_app(app, config, build_dir=work_dir / "build")
     assembly = app.synth()
     return SynthesizedApp(

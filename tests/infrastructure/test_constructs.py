@@ -1,0 +1,175 @@
+"""Fine-grained assertions per construct, each built alone in a bare Stack()."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
+from aws_cdk.assertions import Match, Template
+
+from stacks.buckets import ProjectBuckets
+from stacks.encryption import ProjectKey
+from stacks.execution_role import SageMakerExecutionRole
+from stacks.image_repository import TrainingImageRepository
+from stacks.notifications import JobNotifications
+from stacks.training_image import DlcImage
+from stacks.training_trigger import TrainingTrigger
+
+from .synthesis import bare_stack
+
+DLC = DlcImage(uri="763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.2.0-gpu-py310",
+               registry_account="763104351884", region="us-east-1", repository_name="pytorch-training")
+
+
+def _policy_statements(template: Template) -> list[dict]:
+    return [statement for policy in template.find_resources("AWS::IAM::Policy").values()
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]]
+
+
+def test_project_key_rotates() -> None:
+    stack = bare_stack()
+    ProjectKey(stack, "Key", project_prefix="ranker", removal_policy=RemovalPolicy.RETAIN)
+    template = Template.from_stack(stack)
+    template.has_resource("AWS::KMS::Key", {"Properties": {"EnableKeyRotation": True},
+                                            "DeletionPolicy": "Retain"})
+
+
+@pytest.mark.parametrize("with_key", [True, False])
+def test_buckets_are_versioned_private_encrypted_logged_and_expire_old_versions(with_key: bool) -> None:
+    stack = bare_stack()
+    key = kms.Key(stack, "Key") if with_key else None
+    ProjectBuckets(stack, "Buckets", key=key, removal_policy=RemovalPolicy.RETAIN, noncurrent_version_expiration_days=9)
+    template = Template.from_stack(stack)
+    buckets = template.find_resources("AWS::S3::Bucket")
+    assert len(buckets) == 3
+    for logical_id, bucket in buckets.items():
+        properties = bucket["Properties"]
+        assert properties["VersioningConfiguration"] == {"Status": "Enabled"}
+        assert properties["PublicAccessBlockConfiguration"] == {
+            "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
+        rule = properties["LifecycleConfiguration"]["Rules"][0]
+        assert rule["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 7}
+        assert rule["NoncurrentVersionExpiration"] == {"NoncurrentDays": 9}
+        algorithm = properties["BucketEncryption"]["ServerSideEncryptionConfiguration"][0][
+            "ServerSideEncryptionByDefault"]["SSEAlgorithm"]
+        expected = "aws:kms" if with_key and "AccessLog" not in logical_id else "AES256"
+        assert algorithm == expected, logical_id
+        if "AccessLog" not in logical_id:
+            assert "LoggingConfiguration" in properties, logical_id
+    data_id = next(logical_id for logical_id in buckets if "TrainingData" in logical_id)
+    template.has_resource_properties("Custom::S3BucketNotifications", {
+        "BucketName": {"Ref": data_id}, "NotificationConfiguration": {"EventBridgeConfiguration": {}}})
+
+
+def test_image_repository_scans_on_push_keeps_tags_immutable_and_the_newest_images() -> None:
+    stack = bare_stack()
+    TrainingImageRepository(stack, "Repo", key=kms.Key(stack, "Key"), removal_policy=RemovalPolicy.RETAIN,
+                            images_to_keep=7)
+    template = Template.from_stack(stack)
+    template.has_resource_properties("AWS::ECR::Repository", {
+        "ImageScanningConfiguration": {"ScanOnPush": True},
+        "ImageTagMutability": "IMMUTABLE",
+        "EncryptionConfiguration": {"EncryptionType": "KMS", "KmsKey": Match.any_value()},
+        "LifecyclePolicy": {"LifecyclePolicyText": Match.string_like_regexp(r'"countNumber":7')},
+    })
+
+
+def _execution_role(subnet_ids: tuple[str, ...] = (), security_group_ids: tuple[str, ...] = ()) -> Template:
+    stack = bare_stack()
+    SageMakerExecutionRole(
+        stack, "Role", data_bucket=s3.Bucket(stack, "Data"), dataset_prefix="datasets/",
+        artifacts_bucket=s3.Bucket(stack, "Artifacts"), repository=ecr.Repository(stack, "Repo"), dlc_image=DLC, key=None, subnet_ids=subnet_ids, security_group_ids=security_group_ids)
+    return Template.from_stack(stack)
+
+
+def test_execution_role_is_for_sagemaker_and_pulls_only_the_configured_dlc_repository() -> None:
+    template = _execution_role()
+    template.has_resource_properties("AWS::IAM::Role", {"AssumeRolePolicyDocument": {"Statement": [
+        Match.object_like({"Principal": {"Service": "sagemaker.amazonaws.com"}})]}})
+    dlc = [statement for statement in _policy_statements(template) if statement.get("Sid") == "PullAwsDeepLearningContainer"]
+    resource = dlc[0]["Resource"]
+    assert resource["Fn::Join"][1][-1] == ":ecr:us-east-1:763104351884:repository/pytorch-training"
+
+
+def test_execution_role_gets_eni_actions_only_with_a_vpc() -> None:
+    without_vpc = [action for statement in _policy_statements(_execution_role())
+                   for action in statement["Action"] if str(action).startswith("ec2:")]
+    with_vpc = [action for statement in _policy_statements(_execution_role(("subnet-0123456789abcdef0",),
+                                                                           ("sg-0123456789abcdef0",)))
+                for action in statement["Action"] if str(action).startswith("ec2:")]
+    assert without_vpc == []
+    assert "ec2:CreateNetworkInterface" in with_vpc
+
+
+def _trigger(tmp_path: Path, *, retrain_schedule: str | None) -> Template:
+    stack = bare_stack()
+    asset_dir = tmp_path / "asset"
+    asset_dir.mkdir()
+    (asset_dir / "handler.py").write_text("def lambda_handler(event, context):\n    return None\n")
+    TrainingTrigger(
+        stack, "Trigger", asset_dir=asset_dir, environment={"DATA_BUCKET": "x"}, data_bucket=s3.Bucket(stack, "Data"),
+        dataset_prefix="datasets/", marker_names=("_SUCCESS", "manifest.json"), project_prefix="ranker",
+        execution_role=iam.Role(stack, "Exec", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com")),
+        topic=sns.Topic(stack, "Topic"), key=kms.Key(stack, "Key"), environment_key=kms.Key(stack, "EnvKey"),
+        reserved_concurrency=3, timeout_seconds=45, retry_attempts=1, max_event_age_seconds=600,
+        log_retention_days=30, retrain_schedule=retrain_schedule, removal_policy=RemovalPolicy.DESTROY)
+    return Template.from_stack(stack)
+
+
+def test_trigger_function_is_arm64_current_python_bounded_and_retries_into_an_encrypted_dlq(tmp_path: Path) -> None:
+    template = _trigger(tmp_path, retrain_schedule=None)
+    template.has_resource_properties("AWS::Lambda::Function", {
+        "Handler": "handler.lambda_handler", "Runtime": Match.string_like_regexp(r"^python3\.1[3-9]$"),
+        "Architectures": ["arm64"], "ReservedConcurrentExecutions": 3, "Timeout": 45,
+        "KmsKeyArn": Match.any_value(),
+    })
+    template.has_resource_properties("AWS::Lambda::EventInvokeConfig", {
+        "MaximumRetryAttempts": 1, "MaximumEventAgeInSeconds": 600,
+        "DestinationConfig": {"OnFailure": {"Destination": Match.any_value()}},
+    })
+    template.has_resource_properties("AWS::SQS::Queue", {"KmsMasterKeyId": Match.any_value()})
+    template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30, "KmsKeyId": Match.any_value()})
+
+
+def test_trigger_rule_matches_marker_keys_under_the_dataset_prefix(tmp_path: Path) -> None:
+    template = _trigger(tmp_path, retrain_schedule=None)
+    template.has_resource_properties("AWS::Events::Rule", {"EventPattern": {
+        "source": ["aws.s3"], "detail-type": ["Object Created"],
+        "detail": {"bucket": {"name": [Match.any_value()]},
+                   "object": {"key": [{"wildcard": "datasets/*/_SUCCESS"}, {"wildcard": "datasets/*/manifest.json"}]}},
+    }})
+    assert template.find_resources("AWS::Events::Rule", {"Properties": {"ScheduleExpression": Match.any_value()}}) == {}
+
+
+def test_trigger_schedule_rule_exists_only_when_configured(tmp_path: Path) -> None:
+    template = _trigger(tmp_path, retrain_schedule="rate(7 days)")
+    template.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(7 days)",
+                                                           "Targets": [Match.object_like({"Arn": Match.any_value()})]})
+
+
+def test_trigger_passes_the_execution_role_only_to_sagemaker(tmp_path: Path) -> None:
+    statements = _policy_statements(_trigger(tmp_path, retrain_schedule=None))
+    pass_role = [statement for statement in statements if statement["Action"] == "iam:PassRole"]
+    assert len(pass_role) == 1
+    assert pass_role[0]["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
+    assert "Fn::GetAtt" in pass_role[0]["Resource"]
+
+
+@pytest.mark.parametrize("email", [None, "ml-team@example.com"])
+def test_notifications_topic_is_encrypted_and_hears_this_projects_jobs(email: str | None) -> None:
+    stack = bare_stack()
+    JobNotifications(stack, "Notifications", project_prefix="ranker", key=kms.Key(stack, "Key"),
+                     notification_email=email)
+    template = Template.from_stack(stack)
+    template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
+    template.has_resource_properties("AWS::Events::Rule", {"EventPattern": {
+        "source": ["aws.sagemaker"], "detail-type": ["SageMaker Training Job State Change"],
+        "detail": {"TrainingJobName": [{"prefix": "ranker-"}], "TrainingJobStatus": ["Completed", "Failed", "Stopped"]},
+    }})
+    template.resource_count_is("AWS::SNS::Subscription", 1 if email else 0)
