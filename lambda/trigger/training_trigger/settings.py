@@ -121,6 +121,14 @@ def settings_from_environ(environ: Mapping[str, str]) -> Settings:
     region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or ""
     if not region:
         read.errors.append("AWS_REGION is missing: the Lambda runtime sets it; set AWS_DEFAULT_REGION when testing")
+    use_spot = read.flag("USE_SPOT")
+    max_runtime_seconds = read.integer("MAX_RUNTIME_SECONDS", minimum=1)
+    # Without spot the stack sends MAX_WAIT_SECONDS="0" (no wait); with spot SageMaker needs wait >= runtime.
+    max_wait_seconds = read.integer("MAX_WAIT_SECONDS")
+    if use_spot and max_wait_seconds < max_runtime_seconds:
+        read.errors.append(f"MAX_WAIT_SECONDS={max_wait_seconds} is below MAX_RUNTIME_SECONDS={max_runtime_seconds} "
+                           f"with USE_SPOT=true: SageMaker requires the spot wait to cover the runtime; raise "
+                           f"MAX_WAIT_SECONDS or set USE_SPOT=false")
     dataset_prefix = read.text("DATASET_PREFIX", "datasets/")
     if dataset_prefix and not dataset_prefix.endswith("/"):
         read.errors.append(f"DATASET_PREFIX={dataset_prefix!r} must end with '/': e.g. 'datasets/'")
@@ -146,9 +154,9 @@ def settings_from_environ(environ: Mapping[str, str]) -> Settings:
         default_hyperparameters=read.json("DEFAULT_HYPERPARAMETERS", dict),
         input_mode=read.text("INPUT_MODE", choices=INPUT_MODES),
         volume_size_gb=read.integer("VOLUME_SIZE_GB", minimum=1),
-        max_runtime_seconds=read.integer("MAX_RUNTIME_SECONDS", minimum=1),
-        use_spot=read.flag("USE_SPOT"),
-        max_wait_seconds=read.integer("MAX_WAIT_SECONDS", minimum=1),
+        max_runtime_seconds=max_runtime_seconds,
+        use_spot=use_spot,
+        max_wait_seconds=max_wait_seconds,
         keep_alive_seconds=read.integer("KEEP_ALIVE_SECONDS", "0"),
         job_retry_attempts=read.integer("JOB_RETRY_ATTEMPTS", "0"),
         subnet_ids=read.csv("SUBNET_IDS", ""),

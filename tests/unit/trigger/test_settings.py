@@ -62,3 +62,30 @@ def test_all_bad_variables_are_reported_together():
     with pytest.raises(SettingsError) as raised:
         settings_from_environ(environ)
     assert [error.split("=")[0] for error in raised.value.errors] == ["INPUT_MODE", "VOLUME_SIZE_GB"]
+
+
+def test_no_wait_is_accepted_when_spot_is_off():
+    # Given the environment the stack sets with spot off: MAX_WAIT_SECONDS="0" (cdk.json dev)
+    environ = stack_environ(USE_SPOT="false", MAX_WAIT_SECONDS="0")
+    # When it is read
+    settings = settings_from_environ(environ)
+    # Then no wait is configured, and on-demand jobs need none
+    assert (settings.use_spot, settings.max_wait_seconds) == (False, 0)
+
+
+@pytest.mark.parametrize("max_wait", ["0", "3600"])
+def test_spot_needs_a_wait_that_covers_the_runtime(max_wait):
+    # Given spot on with a wait shorter than the runtime
+    environ = stack_environ(USE_SPOT="true", MAX_RUNTIME_SECONDS="86400", MAX_WAIT_SECONDS=max_wait)
+    # When it is read
+    with pytest.raises(SettingsError) as raised:
+        settings_from_environ(environ)
+    # Then the error names both variables and the fix
+    assert any(f"MAX_WAIT_SECONDS={max_wait} is below MAX_RUNTIME_SECONDS=86400" in error
+               for error in raised.value.errors), raised.value.errors
+
+
+def test_a_negative_wait_is_refused_even_without_spot():
+    with pytest.raises(SettingsError) as raised:
+        settings_from_environ(stack_environ(USE_SPOT="false", MAX_WAIT_SECONDS="-1"))
+    assert any("MAX_WAIT_SECONDS='-1' is below 0" in error for error in raised.value.errors), raised.value.errors
