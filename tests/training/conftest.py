@@ -1,69 +1,10 @@
-"""Fixtures for the training tests: a small synthetic channel and a way to run the entry scripts as real processes.
-
-Multi-process runs go through `subprocess` (torchrun, or ranks started with the variables mpirun sets), never
-Lightning's own launcher inside pytest, which would re-run pytest in each child.
-"""
+"""Fixtures for the training tests."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from safetensors.torch import load_file
-
-TRAINING_CODE = Path(__file__).resolve().parents[2] / "training_code"
-
-# Small enough that a 2-rank run takes seconds on 2 CPU cores; no dropout so ranks need not share RNG streams.
-TINY_MODEL_FLAGS = ["--width", "16", "--num-layers", "3", "--dropout", "0", "--log-every", "4"]
-
-
-@dataclass(frozen=True)
-class RunDirs:
-    model_dir: Path
-    output_dir: Path
-    checkpoint_dir: Path
-
-    def flags(self) -> list[str]:
-        return ["--model-dir", str(self.model_dir), "--output-data-dir", str(self.output_dir),
-                "--checkpoint-dir", str(self.checkpoint_dir)]
-
-    def weights(self) -> dict:
-        return load_file(self.model_dir / "model.safetensors")
-
-
-def run_dirs(root: Path) -> RunDirs:
-    return RunDirs(root / "model", root / "output", root / "checkpoints")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def script_env(**extra: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("SM_", "OMPI_", "RANK", "WORLD"))}
-    env.update({"OMP_NUM_THREADS": "1", "PYTHONPATH": str(TRAINING_CODE), "PYTHONDONTWRITEBYTECODE": "1"}, **extra)
-    return env
-
-
-def command(script: str, nproc: int) -> list[str]:
-    if nproc == 1:
-        return [sys.executable, str(TRAINING_CODE / script)]
-    return [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", str(nproc),
-            "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(TRAINING_CODE / script)]
-
-
-def run_script(script: str, args: list[str], nproc: int = 1, timeout: int = 180) -> subprocess.CompletedProcess:
-    result = subprocess.run(command(script, nproc) + args, env=script_env(), capture_output=True, text=True,
-                            timeout=timeout, cwd=TRAINING_CODE)
-    assert result.returncode == 0, f"{script} x{nproc} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    return result
 
 
 @pytest.fixture(scope="session")

@@ -28,6 +28,9 @@ class ModelConfig:
     """Dropout after each hidden layer."""
     norm: str = "layer"
     """Normalisation after each hidden layer: `layer` or `none` (batch norm would mix padded slots into its stats)."""
+    output_bias: bool = True
+    """Bias on the scoring layer. The listwise loss is blind to a constant added to every score, so its gradient
+    there is pure rounding noise that Adam would amplify; runs with that loss turn it off."""
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ class RankingMLP(nn.Module):
             if config.dropout > 0:
                 layers.append(nn.Dropout(config.dropout))
             width_in = config.width
-        layers.append(nn.Linear(width_in, 1))
+        layers.append(nn.Linear(width_in, 1, bias=config.output_bias))
         self.layers = nn.Sequential(*layers)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:

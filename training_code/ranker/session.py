@@ -48,7 +48,8 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
     distributed.init_process_group(topology, backend, device)
     seed_everything(config.train.seed, topology.rank)
     train, validation, test = load_splits(config)
-    model_config = dataclasses.replace(config.model, num_features=train.num_features)
+    model_config = dataclasses.replace(config.model, num_features=train.num_features,
+                                       output_bias=config.model.output_bias and config.train.loss != "listwise")
     max_docs = max(part.max_docs for part in (train, validation, test) if part is not None)
     return Session(config, model_config, topology, backend, device,
                    DeviceQueries.from_data(train, device, max_docs), DeviceQueries.from_data(validation, device, max_docs),

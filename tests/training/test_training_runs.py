@@ -1,0 +1,178 @@
+"""The entry scripts as SageMaker runs them: real processes, gloo on CPU.
+
+The runs are shared by the tests that compare them (module-scoped fixtures), so the whole file costs about a dozen
+launches.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from ranker.data import load_channel, split_queries
+from ranker.export import load_scorer
+from ranker.log_format import parse_metrics
+from ranker.metrics import ndcg_per_query
+
+from training_launch import TINY_MODEL_FLAGS, TRAINING_CODE, command, free_port, run_dirs, run_script, script_env
+
+pytestmark = pytest.mark.slow
+
+# 64 queries, 2 ranks x 4 queries: 8 steps an epoch; 3 epochs. The pointwise loss, because the listwise loss is
+# blind to per-query score shifts: parameters that only shift scores get rounding-noise gradients, which Adam
+# amplifies to step-sized differences between any two reduction orders (1 rank vs 2), however correct both are.
+TWO_RANKS = ["--batch-size", "4", "--epochs", "3", "--loss", "pointwise", *TINY_MODEL_FLAGS]
+ONE_RANK_SAME_GLOBAL_BATCH = ["--batch-size", "8", "--epochs", "3", "--loss", "pointwise", *TINY_MODEL_FLAGS]
+
+
+def assert_same_weights(first: dict, second: dict, atol: float = 1e-5) -> None:
+    assert first.keys() == second.keys()
+    for name in first:
+        torch.testing.assert_close(first[name], second[name], atol=atol, rtol=1e-4, msg=f"weights {name} differ")
+
+
+@pytest.fixture(scope="module")
+def channel_flags(synthetic_channel):
+    return ["--train", str(synthetic_channel)]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, channel_flags):
+    """Each (script, processes) run once: 2 ranks x batch B, and 1 rank x batch 2B."""
+    results = {}
+    for script in ("train_ddp.py", "train_lightning.py"):
+        for nproc, flags in ((2, TWO_RANKS), (1, ONE_RANK_SAME_GLOBAL_BATCH)):
+            dirs = run_dirs(tmp_path_factory.mktemp(f"{script}-{nproc}"))
+            results[script, nproc] = (dirs, run_script(script, channel_flags + flags + dirs.flags(), nproc))
+    return results
+
+
+@pytest.mark.parametrize("script", ["train_ddp.py", "train_lightning.py"])
+def test_two_rank_torchrun_trains_and_writes_every_artifact(runs, script):
+    dirs, result = runs[script, 2]
+    # Then rank 0 alone printed metric lines, the last one with the final validation NDCG@10
+    metric_lines = [line for line in result.stdout.splitlines() if parse_metrics(line)]
+    assert len([line for line in metric_lines if "val_ndcg@10" in line]) == 3  # two epoch ends + the final line
+    assert "val_ndcg@10" in parse_metrics(metric_lines[-1])
+    # And the model folder holds weights, config, serving export and metrics; plots are in the output folder
+    assert {p.name for p in dirs.model_dir.iterdir()} >= {"model.safetensors", "model_config.json", "model.pt",
+                                                          "metrics.json"}
+    metrics = json.loads((dirs.model_dir / "metrics.json").read_text())
+    assert {"train_loss", "val_ndcg@10"} <= metrics.keys()
+    assert {p.name for p in dirs.output_dir.iterdir()} >= {"loss.png", "ndcg.png"}
+
+
+@pytest.mark.parametrize("script", ["train_ddp.py", "train_lightning.py"])
+def test_two_ranks_with_batch_b_equal_one_rank_with_batch_2b(runs, script):
+    assert_same_weights(runs[script, 2][0].weights(), runs[script, 1][0].weights())
+
+
+def test_lightning_and_native_loops_agree(runs):
+    assert_same_weights(runs["train_ddp.py", 1][0].weights(), runs["train_lightning.py", 1][0].weights())
+    native = json.loads((runs["train_ddp.py", 1][0].model_dir / "metrics.json").read_text())
+    lightning = json.loads((runs["train_lightning.py", 1][0].model_dir / "metrics.json").read_text())
+    assert lightning["val_ndcg@10"] == pytest.approx(native["val_ndcg@10"], abs=1e-5)
+
+
+def test_exported_scorer_and_torchscript_agree_with_the_run(runs, synthetic_channel):
+    from ranker.data import load_channel
+
+    dirs = runs["train_ddp.py", 1][0]
+    features = torch.from_numpy(load_channel(synthetic_channel).features[:20])
+    scores = load_scorer(dirs.model_dir)(features)
+    assert scores.shape == (20,) and torch.isfinite(scores).all()
+    torch.testing.assert_close(torch.jit.load(str(dirs.model_dir / "model.pt"))(features), scores)
+
+
+# Long enough (many tiny steps) that a kill lands mid-run; checkpoints every 40 steps.
+RESUMABLE = ["--batch-size", "2", "--max-steps", "1200", "--checkpoint-every", "40", *TINY_MODEL_FLAGS,
+             "--dropout", "0.2"]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory, channel_flags):
+    dirs = run_dirs(tmp_path_factory.mktemp("uninterrupted"))
+    run_script("train_ddp.py", channel_flags + RESUMABLE + dirs.flags())
+    return dirs
+
+
+def start_and_wait_for_checkpoint(args: list[str], dirs) -> subprocess.Popen:
+    process = subprocess.Popen(command("train_ddp.py", 1) + args, env=script_env(), stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while not any(dirs.checkpoint_dir.glob("step-*.pt")):
+        assert process.poll() is None and time.monotonic() < deadline, "the run ended before its first checkpoint"
+        time.sleep(0.01)
+    return process
+
+
+def test_resume_after_kill_ends_like_an_uninterrupted_run(tmp_path, channel_flags, uninterrupted):
+    # Given a run killed outright (no chance to save) after its first checkpoint
+    dirs = run_dirs(tmp_path)
+    process = start_and_wait_for_checkpoint(channel_flags + RESUMABLE + dirs.flags(), dirs)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (dirs.model_dir / "model.safetensors").exists()
+    # When the same command runs again
+    result = run_script("train_ddp.py", channel_flags + RESUMABLE + dirs.flags())
+    # Then it resumed mid-run and ends with the uninterrupted run's weights
+    assert "resumed from" in result.stdout
+    assert_same_weights(dirs.weights(), uninterrupted.weights())
+
+
+def test_sigterm_writes_a_checkpoint_then_a_second_run_finishes_identically(tmp_path, channel_flags, uninterrupted):
+    # Given a run told to stop by SIGTERM (what SageMaker sends before a spot interruption)
+    dirs = run_dirs(tmp_path)
+    process = start_and_wait_for_checkpoint(channel_flags + RESUMABLE + dirs.flags(), dirs)
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=60)
+    # Then it exits cleanly after writing a checkpoint at the step it reached
+    assert process.returncode == 0, output
+    stopped_at = int(output.split("SIGTERM: checkpoint written at step ")[1].split(";")[0])
+    assert (dirs.checkpoint_dir / f"step-{stopped_at:09d}.pt").is_file()
+    # When the job restarts, Then it finishes with the uninterrupted run's weights
+    result = run_script("train_ddp.py", channel_flags + RESUMABLE + dirs.flags())
+    assert f"at step {stopped_at}" in result.stdout
+    assert_same_weights(dirs.weights(), uninterrupted.weights())
+
+
+def test_ranks_started_with_mpirun_variables_train_together(tmp_path, channel_flags, runs):
+    # Given two plain processes carrying what mpirun and SageMaker's toolkit set (no torchrun variables)
+    dirs = run_dirs(tmp_path)
+    port = str(free_port())
+    processes = [subprocess.Popen(
+        [sys.executable, "train_ddp.py", *channel_flags, *TWO_RANKS, *dirs.flags()], cwd=TRAINING_CODE,
+        env=script_env(OMPI_COMM_WORLD_RANK=str(rank), OMPI_COMM_WORLD_SIZE="2", OMPI_COMM_WORLD_LOCAL_RANK=str(rank),
+                       OMPI_COMM_WORLD_LOCAL_SIZE="2", SM_HOSTS='["algo-1"]', SM_CURRENT_HOST="algo-1",
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for rank in range(2)]
+    outputs = [process.communicate(timeout=180)[0] for process in processes]
+    assert [process.returncode for process in processes] == [0, 0], outputs
+    # Then they formed one 2-rank group: the result equals the torchrun 2-rank run, and only rank 0 logged
+    assert_same_weights(dirs.weights(), runs["train_ddp.py", 2][0].weights())
+    assert "val_ndcg@10" in outputs[0] and "val_ndcg@10" not in outputs[1]
+
+
+def test_default_run_on_letor_sample_beats_random_ranking_on_held_out_queries(tmp_path, letor_sample_dir):
+    # Given the real LETOR sample and no flags but the directories (whole queries are held out for validation)
+    dirs = run_dirs(tmp_path)
+    started = time.monotonic()
+    result = run_script("train_ddp.py", ["--train", str(letor_sample_dir), *dirs.flags()])
+    # Then NDCG@10 on the held-out queries clears 0.72 (a random ranking scores about 0.65), within a minute
+    final = parse_metrics(result.stdout.strip().splitlines()[-1])
+    assert final["val_ndcg@10"] >= 0.72
+    assert json.loads((dirs.model_dir / "metrics.json").read_text())["val_ndcg@10"] == pytest.approx(
+        final["val_ndcg@10"], rel=1e-5)
+    assert time.monotonic() - started < 60
+    # And the exported scorer, on the same held-out queries (the split is by seed), measures what the run reported
+    _, held_out = split_queries(load_channel(letor_sample_dir), fraction=0.2, seed=0)
+    features, labels, mask = (torch.from_numpy(array) for array in held_out.padded())
+    with torch.no_grad():
+        scores = load_scorer(dirs.model_dir)(features)
+    assert ndcg_per_query(scores, labels, mask, 10).mean().item() == pytest.approx(final["val_ndcg@10"], abs=1e-4)
