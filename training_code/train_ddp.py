@@ -23,7 +23,6 @@ from collections.abc import Sequence
 import torch
 
 from ranker import checkpoint, distributed, engine
-from ranker.batches import QueryBatches
 from ranker.losses import LOSSES
 from ranker.meter import TrainingMeter
 from ranker.progress import Progress
@@ -32,7 +31,7 @@ from ranker.session import Session, evaluation_metrics, finish_session, start_se
 
 def train(session: Session) -> None:
     config, topology, device = session.config.train, session.topology, session.device
-    batches = QueryBatches(session.train, config.batch_size, topology.rank, topology.world_size, config.seed)
+    batches = session.training_batches()
     total_steps = session.total_steps(batches.steps_per_epoch)
     model = engine.build_model(session.model_config, device)
     optimizer = engine.build_optimizer(model, config, device)

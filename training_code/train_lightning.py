@@ -24,7 +24,6 @@ import lightning as L
 from lightning.pytorch.strategies import DDPStrategy, SingleDeviceStrategy
 
 from ranker import distributed
-from ranker.batches import QueryBatches
 from ranker.cluster_environment import SageMakerEnvironment
 from ranker.lightning_module import RankingModule
 from ranker.session import Session, finish_session, start_session
@@ -45,8 +44,7 @@ def build_trainer(session: Session, steps_left: int) -> L.Trainer:
 
 
 def train(session: Session) -> None:
-    config, topology = session.config.train, session.topology
-    batches = QueryBatches(session.train, config.batch_size, topology.rank, topology.world_size, config.seed)
+    batches = session.training_batches()
     total_steps = session.total_steps(batches.steps_per_epoch)
     module = RankingModule(session, batches, total_steps)
     if module.step < total_steps:

@@ -45,28 +45,16 @@ def epoch_permutation(num_queries: int, seed: int, epoch: int) -> torch.Tensor:
     return torch.randperm(num_queries, generator=generator)
 
 
-class QueryBatches:
-    """Iterates one rank's batches of one epoch, from any step on (the sampler position a checkpoint stores)."""
+class EpochBatches:
+    """One rank's batches, epoch by epoch, each epoch from any step on (the sampler position a checkpoint stores).
+    Subclasses provide `steps_per_epoch` and `epoch_batches`."""
 
-    def __init__(self, queries: DeviceQueries, batch_size: int, rank: int = 0, world_size: int = 1, seed: int = 0):
-        self.queries, self.batch_size, self.rank, self.world_size, self.seed = queries, batch_size, rank, world_size, seed
-        self.steps_per_epoch = queries.num_queries // (batch_size * world_size)
-        if self.steps_per_epoch == 0:
-            raise ValueError(f"batch_size: {batch_size} queries x {world_size} processes exceeds the "
-                             f"{queries.num_queries} training queries; lower --batch-size")
-        self.next_epoch, self.next_start_step = 0, 0
-
-    def rank_indices(self, epoch: int) -> torch.Tensor:
-        """`[steps_per_epoch, batch_size]` query indices of this rank, on the device: one copy per epoch."""
-        global_batch = self.batch_size * self.world_size
-        order = epoch_permutation(self.queries.num_queries, self.seed, epoch)[: self.steps_per_epoch * global_batch]
-        per_step = order.view(self.steps_per_epoch, self.world_size, self.batch_size)[:, self.rank]
-        return per_step.to(self.queries.features.device, non_blocking=True)
+    steps_per_epoch: int
+    next_epoch: int = 0
+    next_start_step: int = 0
 
     def epoch_batches(self, epoch: int, start_step: int = 0) -> Iterator[Batch]:
-        indices = self.rank_indices(epoch)
-        for step in range(start_step, self.steps_per_epoch):
-            yield self.queries.gather(indices[step])
+        raise NotImplementedError
 
     # Lightning calls iter() at least once per epoch (more during set-up), and fetches ahead, so the iterator must
     # not count epochs itself: it serves the position its owner last set with resume_at, which the owner advances
@@ -79,3 +67,26 @@ class QueryBatches:
 
     def resume_at(self, epoch: int, start_step: int) -> None:
         self.next_epoch, self.next_start_step = epoch, start_step
+
+
+class QueryBatches(EpochBatches):
+    """Batches gathered from queries resident on the device."""
+
+    def __init__(self, queries: DeviceQueries, batch_size: int, rank: int = 0, world_size: int = 1, seed: int = 0):
+        self.queries, self.batch_size, self.rank, self.world_size, self.seed = queries, batch_size, rank, world_size, seed
+        self.steps_per_epoch = queries.num_queries // (batch_size * world_size)
+        if self.steps_per_epoch == 0:
+            raise ValueError(f"batch_size: {batch_size} queries x {world_size} processes exceeds the "
+                             f"{queries.num_queries} training queries; lower --batch-size")
+
+    def rank_indices(self, epoch: int) -> torch.Tensor:
+        """`[steps_per_epoch, batch_size]` query indices of this rank, on the device: one copy per epoch."""
+        global_batch = self.batch_size * self.world_size
+        order = epoch_permutation(self.queries.num_queries, self.seed, epoch)[: self.steps_per_epoch * global_batch]
+        per_step = order.view(self.steps_per_epoch, self.world_size, self.batch_size)[:, self.rank]
+        return per_step.to(self.queries.features.device, non_blocking=True)
+
+    def epoch_batches(self, epoch: int, start_step: int = 0) -> Iterator[Batch]:
+        indices = self.rank_indices(epoch)
+        for step in range(start_step, self.steps_per_epoch):
+            yield self.queries.gather(indices[step])

@@ -8,7 +8,7 @@ import lightning as L
 import torch
 
 from ranker import checkpoint, engine
-from ranker.batches import Batch, QueryBatches
+from ranker.batches import Batch, EpochBatches
 from ranker.losses import LOSSES
 from ranker.meter import TrainingMeter
 from ranker.progress import Progress
@@ -19,7 +19,7 @@ class RankingModule(L.LightningModule):
     """Counts steps itself (`self.step`) so a run resumed from `ranker.checkpoint` continues the same schedule;
     the Trainer then only has `total_steps - self.step` left to run."""
 
-    def __init__(self, session: Session, batches: QueryBatches, total_steps: int):
+    def __init__(self, session: Session, batches: EpochBatches, total_steps: int):
         super().__init__()
         self.session, self.batches, self.total_steps = session, batches, total_steps
         self.model = engine.build_model(session.model_config, torch.device("cpu"))

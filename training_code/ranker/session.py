@@ -9,15 +9,17 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from ranker import data as ranking_data
-from ranker import distributed, export, plots
-from ranker.batches import DeviceQueries
+from ranker import distributed, export, plots, shards
+from ranker.batches import DeviceQueries, EpochBatches, QueryBatches
 from ranker.checkpoint import seed_everything
 from ranker.config import ModelConfig, RunConfig, parse_config
 from ranker.distributed import Topology
 from ranker.metrics import ndcg_means
+from ranker.streaming import StreamingBatches
 
 
 @dataclass
@@ -28,7 +30,8 @@ class Session:
     topology: Topology
     backend: str
     device: torch.device
-    train: DeviceQueries
+    train: DeviceQueries | None
+    """None when streaming: batches then come from the shards on disk."""
     validation: DeviceQueries
     test: DeviceQueries | None
     history: list[dict[str, float]] = field(default_factory=list)
@@ -37,6 +40,13 @@ class Session:
 
     def total_steps(self, steps_per_epoch: int) -> int:
         return self.config.train.max_steps or self.config.train.epochs * steps_per_epoch
+
+    def training_batches(self) -> EpochBatches:
+        config, topology = self.config.train, self.topology
+        if self.train is None:
+            return StreamingBatches(self.config.data.train, config.batch_size, topology.rank, topology.world_size,
+                                    config.seed, self.device, log1p=self.config.data.log1p)
+        return QueryBatches(self.train, config.batch_size, topology.rank, topology.world_size, config.seed)
 
 
 def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] = os.environ) -> Session:
@@ -52,15 +62,25 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
                                        output_bias=config.model.output_bias and config.train.loss != "listwise")
     max_docs = max(part.max_docs for part in (train, validation, test) if part is not None)
     return Session(config, model_config, topology, backend, device,
-                   DeviceQueries.from_data(train, device, max_docs), DeviceQueries.from_data(validation, device, max_docs),
+                   DeviceQueries.from_data(train, device, max_docs) if not config.data.streaming else None,
+                   DeviceQueries.from_data(validation, device, max_docs),
                    DeviceQueries.from_data(test, device, max_docs) if test is not None else None)
 
 
 def load_splits(config: RunConfig) -> tuple[ranking_data.RankingData, ranking_data.RankingData,
                                             ranking_data.RankingData | None]:
-    """Train, validation (a channel, or whole queries split off train) and optional test, with one feature count."""
+    """Train, validation (a channel, or whole queries split off train) and optional test, with one feature count.
+    When streaming, `train` holds no rows, only the shards' feature count: the rows stay on disk."""
     num_features = config.model.num_features or None
-    train = ranking_data.load_channel(config.data.train, num_features)
+    if config.data.streaming:
+        if not shards.is_shard_dir(config.data.train) or config.data.validation is None:
+            raise ValueError(f"streaming: train channel {config.data.train} must hold binary shards (ranker.convert) "
+                             "and a validation channel must be given; or drop --streaming")
+        manifest = shards.read_manifest(config.data.train)
+        train = ranking_data.RankingData(np.zeros((0, num_features or manifest["num_features"]), np.float32),
+                                         np.zeros(0, np.float32), np.zeros(1, np.int64))
+    else:
+        train = ranking_data.load_channel(config.data.train, num_features)
     num_features = train.num_features
     if config.data.validation is not None:
         validation = ranking_data.load_channel(config.data.validation, num_features)

@@ -1,0 +1,102 @@
+"""Batches for training sets larger than device memory: read from memory-mapped binary shards.
+
+Each rank reads only its own shards (`shards[rank::world_size]`). A background thread gathers each batch's whole
+queries into a pinned host buffer (padded `[batch, max_docs, features]`), ahead of the trainer by `prefetch`
+buffers; the trainer copies a ready buffer to the device asynchronously. A buffer is refilled only after its copy
+has finished (a CUDA event the thread waits on), so the trainer never waits for the disk unless the disk is slower
+than the model. Order is deterministic by (seed, epoch) within each rank's shards.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ranker import shards
+from ranker.batches import Batch, EpochBatches, epoch_permutation
+
+
+class StreamingBatches(EpochBatches):
+    def __init__(self, folder: Path, batch_size: int, rank: int, world_size: int, seed: int, device: torch.device,
+                 prefetch: int = 4, log1p: bool = False):
+        manifest = shards.read_manifest(folder)
+        names = manifest["shards"]
+        if len(names) < world_size:
+            raise ValueError(f"streaming: {len(names)} shard(s) in {folder} for {world_size} processes; rewrite "
+                             f"the channel with ranker.convert --docs-per-shard small enough for >= {world_size}")
+        self.batch_size, self.seed, self.device, self.prefetch, self.log1p = batch_size, seed, device, prefetch, log1p
+        self.max_docs, self.num_features = manifest["max_docs"], manifest["num_features"]
+        self.shards = [shards.open_shard(folder, name) for name in names[rank::world_size]]
+        # (shard, query) of every local query, so one permutation spans all of this rank's shards.
+        self.local_queries = np.array([(s, q) for s, shard in enumerate(self.shards) for q in range(shard.num_queries)])
+        # Every rank must take the same number of steps (DDP); the offsets files alone tell each rank's count.
+        per_rank = [sum(len(np.load(Path(folder) / f"{name}.offsets.npy")) - 1 for name in names[r::world_size])
+                    for r in range(world_size)]
+        self.steps_per_epoch = min(per_rank) // batch_size
+        if self.steps_per_epoch == 0:
+            raise ValueError(f"batch_size: {batch_size} queries exceeds the {min(per_rank)} queries of the smallest "
+                             "rank's shards; lower --batch-size")
+
+    def _fill(self, buffer: Batch, batch_queries: np.ndarray) -> None:
+        # numpy views of the (pinned) host tensors: rows copy straight from the memory map, no temporaries.
+        features, labels, mask = (tensor.numpy() for tensor in buffer)
+        features.fill(0)
+        labels.fill(0)
+        mask.fill(False)
+        for slot, (shard_index, query) in enumerate(batch_queries):
+            shard = self.shards[shard_index]
+            start, stop = int(shard.query_offsets[query]), int(shard.query_offsets[query + 1])
+            rows = shard.features[start:stop]
+            features[slot, : stop - start, : rows.shape[1]] = np.log1p(np.maximum(rows, 0)) if self.log1p else rows
+            labels[slot, : stop - start] = shard.labels[start:stop]
+            mask[slot, : stop - start] = True
+
+    def _new_buffer(self) -> Batch:
+        pin = self.device.type == "cuda"
+        shape = (self.batch_size, self.max_docs)
+        return (torch.empty(*shape, self.num_features, pin_memory=pin), torch.empty(*shape, pin_memory=pin),
+                torch.empty(*shape, dtype=torch.bool, pin_memory=pin))
+
+    def epoch_batches(self, epoch: int, start_step: int = 0) -> Iterator[Batch]:
+        order = epoch_permutation(len(self.local_queries), self.seed, epoch).numpy()
+        steps = range(start_step, self.steps_per_epoch)
+        buffers = [self._new_buffer() for _ in range(self.prefetch)]
+        free: queue.Queue = queue.Queue()
+        ready: queue.Queue = queue.Queue()
+        for index in range(self.prefetch):
+            free.put((index, None))
+        stop = threading.Event()
+
+        def produce() -> None:
+            for step in steps:
+                index, copied = free.get()
+                if stop.is_set():
+                    return
+                if copied is not None:
+                    copied.synchronize()  # waits in this thread, not the trainer's
+                batch_queries = self.local_queries[order[step * self.batch_size:(step + 1) * self.batch_size]]
+                self._fill(buffers[index], batch_queries)
+                ready.put(index)
+
+        worker = threading.Thread(target=produce, daemon=True, name="streaming-batches")
+        worker.start()
+        try:
+            for _ in steps:
+                index = ready.get()
+                if self.device.type == "cuda":
+                    batch = tuple(t.to(self.device, non_blocking=True) for t in buffers[index])
+                    copied = torch.cuda.Event()
+                    copied.record()
+                else:
+                    batch, copied = tuple(t.clone() for t in buffers[index]), None
+                free.put((index, copied))
+                yield batch
+        finally:
+            stop.set()
+            free.put((0, None))  # wakes the thread if it is waiting for a buffer
+            worker.join()
