@@ -137,7 +137,8 @@ class PipelineConfig(BaseModel):
                  "instance_type", self.instance_type,
                  "a GPU or Trainium type (ml.p*, ml.g*, ml.trn*) with distribution 'torch_distributed'")
         smddp = self.distribution in ("pytorchddp", "smdistributed")
-        _require(not (smddp and self.image_source == "dlc" and _version(self.framework_version) > _LAST_SMDDP_FRAMEWORK),
+        newer_than_smddp = _version(self.framework_version) > _LAST_SMDDP_FRAMEWORK
+        _require(not (smddp and self.image_source == "dlc" and newer_than_smddp),
                  "distribution", self.distribution,
                  "'torch_distributed' or 'none' with framework_version > 2.2.0: newer AWS DLCs ship no SMDDP")
         return self

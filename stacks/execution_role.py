@@ -30,7 +30,8 @@ class SageMakerExecutionRole(Construct):
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
                              description="SageMaker training jobs of this project")
         data_objects = data_bucket.arn_for_objects(f"{dataset_prefix}*")
-        artifact_objects = [artifacts_bucket.arn_for_objects(f"{prefix}*") for prefix in (MODEL_PREFIX, CHECKPOINT_PREFIX)]
+        artifact_objects = [artifacts_bucket.arn_for_objects(f"{prefix}*")
+                            for prefix in (MODEL_PREFIX, CHECKPOINT_PREFIX)]
         data_bucket.grant_read(self.role, f"{dataset_prefix}*")
         for prefix in (MODEL_PREFIX, CHECKPOINT_PREFIX):
             artifacts_bucket.grant_read_write(self.role, f"{prefix}*")
@@ -42,7 +43,8 @@ class SageMakerExecutionRole(Construct):
                 resources=[f"arn:{stack.partition}:ecr:{dlc_image.region}:{dlc_image.registry_account}:"
                            f"repository/{dlc_image.repository_name}"],
             ))
-        training_logs = f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:/aws/sagemaker/TrainingJobs"
+        training_logs = (f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:"
+                         "log-group:/aws/sagemaker/TrainingJobs")
         self.role.add_to_policy(iam.PolicyStatement(
             sid="WriteTrainingJobLogs",
             actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],

@@ -84,7 +84,8 @@ def _execution_role(subnet_ids: tuple[str, ...] = (), security_group_ids: tuple[
     stack = bare_stack()
     SageMakerExecutionRole(
         stack, "Role", data_bucket=s3.Bucket(stack, "Data"), dataset_prefix="datasets/",
-        artifacts_bucket=s3.Bucket(stack, "Artifacts"), repository=ecr.Repository(stack, "Repo"), dlc_image=DLC, key=None, subnet_ids=subnet_ids, security_group_ids=security_group_ids)
+        artifacts_bucket=s3.Bucket(stack, "Artifacts"), repository=ecr.Repository(stack, "Repo"), dlc_image=DLC,
+        key=None, subnet_ids=subnet_ids, security_group_ids=security_group_ids)
     return Template.from_stack(stack)
 
 
@@ -92,7 +93,8 @@ def test_execution_role_is_for_sagemaker_and_pulls_only_the_configured_dlc_repos
     template = _execution_role()
     template.has_resource_properties("AWS::IAM::Role", {"AssumeRolePolicyDocument": {"Statement": [
         Match.object_like({"Principal": {"Service": "sagemaker.amazonaws.com"}})]}})
-    dlc = [statement for statement in _policy_statements(template) if statement.get("Sid") == "PullAwsDeepLearningContainer"]
+    dlc = [statement for statement in _policy_statements(template)
+           if statement.get("Sid") == "PullAwsDeepLearningContainer"]
     resource = dlc[0]["Resource"]
     assert resource["Fn::Join"][1][-1] == ":ecr:us-east-1:763104351884:repository/pytorch-training"
 

@@ -43,8 +43,9 @@ def test_only_prod_stateful_stack_is_termination_protected_and_retained(dev_app:
                                                                          prod_app: SynthesizedApp) -> None:
     manifest = {env: json.loads((app.out_dir / "manifest.json").read_text())
                 for env, app in (("dev", dev_app), ("prod", prod_app))}
-    protected = {env: sorted(name for name, artifact in m["artifacts"].items()
-                             if artifact.get("properties", {}).get("terminationProtection")) for env, m in manifest.items()}
+    protected = {env: sorted(name for name, artifact in stacks["artifacts"].items()
+                             if artifact.get("properties", {}).get("terminationProtection"))
+                 for env, stacks in manifest.items()}
     assert protected == {"dev": [], "prod": ["ranker-prod-stateful"]}
     for app, policy in ((dev_app, "Delete"), (prod_app, "Retain")):
         for resource in resources_of_type(app.stateful, "AWS::S3::Bucket").values():
