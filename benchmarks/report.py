@@ -25,10 +25,18 @@ def markdown_table(headers: list[str], rows: list[list[object]]) -> str:
 
 def provenance(machine: str | None = None) -> str:
     """Command, machine and date lines that every section starts with."""
-    command = " ".join(shlex.quote(arg) for arg in [Path(sys.executable).name, *sys.argv])
+    command = " ".join(shlex.quote(arg) for arg in ["python", *_invocation()])
     today = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     machine = machine or f"{platform.processor() or platform.machine()}, {platform.system()} {platform.release()}"
     return f"- Command: `{command}`\n- Machine: {machine}\n- Date: {today}\n- Python {platform.python_version()}"
+
+
+def _invocation() -> list[str]:
+    """How the running benchmark was started, as a user types it (`-m module` rather than a file path)."""
+    main_spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if main_spec is not None:
+        return ["-m", main_spec.name, *sys.argv[1:]]
+    return list(sys.argv)
 
 
 def write_section(name: str, title: str, body: str, doc: Path = BENCHMARKS_DOC) -> None:
