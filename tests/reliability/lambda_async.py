@@ -60,20 +60,20 @@ class AsyncInvoker:
     def invoke(self, payload: bytes) -> AsyncOutcome:
         """Run the event (the JSON bytes the service queued) until it succeeds or its retries run out."""
         request_id = str(uuid.uuid4())
-        errors: list[str] = []
+        failures: list[Exception] = []
         for attempt in range(1, self.retry_attempts + 2):
             context = LambdaContext(invoked_function_arn=self.function_arn, aws_request_id=request_id)
             try:
                 # Each attempt gets its own copy of the event, parsed from the queued bytes.
                 result = self.function(json.loads(payload), context)
             except Exception as error:  # noqa: BLE001 (any function error is an "Unhandled" failure to Lambda)
-                errors.append(f"{type(error).__name__}: {error}")
-                last_error = error
+                failures.append(error)
                 continue
-            return AsyncOutcome(attempts=attempt, result=result, errors=tuple(errors))
-        record = self._failure_record(request_id, payload, last_error, attempts=len(errors))
+            return AsyncOutcome(attempts=attempt, result=result, errors=_described(failures))
+        record = self._failure_record(request_id, payload, failures[-1], attempts=len(failures))
         sent = self.sqs.send_message(QueueUrl=self.on_failure_queue_url, MessageBody=json.dumps(record))
-        return AsyncOutcome(attempts=len(errors), errors=tuple(errors), destination_message_id=sent["MessageId"])
+        return AsyncOutcome(attempts=len(failures), errors=_described(failures),
+                            destination_message_id=sent["MessageId"])
 
     def _failure_record(self, request_id: str, payload: bytes, error: Exception, *, attempts: int) -> dict[str, Any]:
         return {
@@ -86,3 +86,7 @@ class AsyncInvoker:
             "responsePayload": {"errorMessage": str(error), "errorType": type(error).__name__,
                                 "stackTrace": traceback.format_exception(error)},
         }
+
+
+def _described(failures: list[Exception]) -> tuple[str, ...]:
+    return tuple(f"{type(error).__name__}: {error}" for error in failures)

@@ -51,19 +51,19 @@ def backoff_waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 
 @pytest.fixture
-def faulty_sagemaker(moto: MotoEndpoint, account: str, tmp_path: Path,
-                     point_trigger_at: Callable[[str], dict[str, str]]) -> Iterator[Callable[..., FaultySageMaker]]:
-    """Starts a local SageMaker whose CreateTrainingJob fails with `error_code`, and points the trigger at it."""
+def faulty_sagemaker(moto: MotoEndpoint, account: str, tmp_path: Path, point_trigger_at: Callable[[str], Any]
+                     ) -> Iterator[Callable[[str, int | None], tuple[FaultySageMaker, str]]]:
+    """Starts a local SageMaker whose CreateTrainingJob fails with `error_code`, points the trigger at it, and
+    returns the service and its URL."""
     endpoints: list[LocalSageMaker] = []
 
-    def start(error_code: str, failures: int | None) -> FaultySageMaker:
+    def start(error_code: str, failures: int | None) -> tuple[FaultySageMaker, str]:
         service = TrainingJobService(s3_endpoint_url=moto.url, account_id=account,
                                      settings=RunnerSettings(work_dir=tmp_path / "jobs", stop_grace_seconds=5))
         faulty = FaultySageMaker(service, operation="CreateTrainingJob", error_code=error_code, failures=failures)
         endpoints.append(LocalSageMaker(faulty).start())  # type: ignore[arg-type] (same call/stop_all interface)
         point_trigger_at(endpoints[-1].url)
-        faulty.url = endpoints[-1].url
-        return faulty
+        return faulty, endpoints[-1].url
 
     yield start
     for endpoint in endpoints:
@@ -80,7 +80,7 @@ def test_capacity_errors_are_retried_with_backoff_until_they_pass(error_code, fa
                                                                   marker_event, account):
     # Given SageMaker answers the first three CreateTrainingJob calls with the capacity error
     failures = 3
-    sagemaker = faulty_sagemaker(error_code, failures)
+    sagemaker, url = faulty_sagemaker(error_code, failures)
     # When the marker event is handled once
     result = handler.lambda_handler(marker_event, _context(account))
     # Then the client retried after a backoff wait each time, and the fourth call started the job
@@ -89,28 +89,28 @@ def test_capacity_errors_are_retried_with_backoff_until_they_pass(error_code, fa
     assert len(backoff_waits) == failures and all(wait > 0 for wait in backoff_waits), backoff_waits
     # And the waits are jittered below a cap that doubles with each retry (1, 2, 4 s)
     assert all(wait <= 2 ** retry for retry, wait in enumerate(backoff_waits)), backoff_waits
-    assert _jobs(sagemaker.url) == [result["job_name"]]
+    assert _jobs(url) == [result["job_name"]]
 
 
 @pytest.mark.parametrize("error_code", CAPACITY_ERRORS)
 def test_exhausted_retries_raise_so_lambda_keeps_the_event(error_code, faulty_sagemaker, backoff_waits, marker_event,
                                                            account):
     # Given SageMaker keeps answering with the capacity error
-    sagemaker = faulty_sagemaker(error_code, None)
+    sagemaker, url = faulty_sagemaker(error_code, None)
     # When the handler runs once
     with pytest.raises(ClientError) as raised:
         handler.lambda_handler(marker_event, _context(account))
     # Then it raised the service's error after every attempt the client allows, and started nothing
     assert raised.value.response["Error"]["Code"] == error_code
     assert sagemaker.requests["CreateTrainingJob"] == ATTEMPTS_PER_INVOCATION
-    assert _jobs(sagemaker.url) == []
+    assert _jobs(url) == []
 
 
 @pytest.mark.parametrize("error_code", CAPACITY_ERRORS)
 def test_dead_lettered_event_keeps_its_body_and_replays_into_one_job(error_code, faulty_sagemaker, backoff_waits,
                                                                      marker_event, moto, account):
     # Given SageMaker answers every CreateTrainingJob with the capacity error, and the trigger's on-failure queue
-    sagemaker = faulty_sagemaker(error_code, None)
+    sagemaker, url = faulty_sagemaker(error_code, None)
     sqs = local_client("sqs", moto.url)
     queue_url = sqs.create_queue(QueueName=f"training-trigger-dlq-{error_code}")["QueueUrl"]
     invoker = AsyncInvoker(handler.lambda_handler, function_arn=_function_arn(account), sqs=sqs,
@@ -122,7 +122,7 @@ def test_dead_lettered_event_keeps_its_body_and_replays_into_one_job(error_code,
     assert outcome.attempts == LAMBDA_ASYNC_RETRIES + 1 and outcome.destination_message_id
     assert all(error_code in error for error in outcome.errors), outcome.errors
     assert sagemaker.requests["CreateTrainingJob"] == (LAMBDA_ASYNC_RETRIES + 1) * ATTEMPTS_PER_INVOCATION
-    assert _jobs(sagemaker.url) == []
+    assert _jobs(url) == []
     # And the dead-letter queue holds the event exactly as it was queued
     [message] = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1)["Messages"]
     record = json.loads(message["Body"])
@@ -136,7 +136,7 @@ def test_dead_lettered_event_keeps_its_body_and_replays_into_one_job(error_code,
     sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
     # Then exactly one job runs, the one the original event named, and the queue is empty
     assert replayed["status"] == "started", replayed
-    assert _jobs(sagemaker.url) == [replayed["job_name"]]
+    assert _jobs(url) == [replayed["job_name"]]
     assert "Messages" not in sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=0)
 
 
