@@ -9,7 +9,9 @@ variables the training toolkit sets, so a plain run inside the container needs n
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
+import inspect
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,11 +62,13 @@ class TrainConfig:
     learning_rate: float = 1e-3
     """Peak AdamW learning rate, reached after warm-up, then cosine decay to zero."""
     weight_decay: float = 0.01
+    """AdamW's decoupled weight decay."""
     warmup_fraction: float = 0.05
     """Share of all steps spent warming the learning rate up linearly."""
     loss: str = "listwise"
     """`listwise` (softmax cross-entropy per query, ListNet top-1) or `pointwise` (MSE on the labels)."""
     seed: int = 0
+    """Seeds weights, dropout, the validation split and the batch order."""
     backend: str = "auto"
     """Process-group backend: `auto`, `smddp`, `nccl` or `gloo`."""
     compile: bool = False
@@ -78,8 +82,11 @@ class TrainConfig:
 @dataclass(frozen=True)
 class PathsConfig:
     model_dir: Path = Path("model")
+    """Where the trained model's artifacts go (SageMaker uploads it as model.tar.gz); `model` outside SageMaker."""
     output_data_dir: Path = Path("output")
+    """Where plots go (uploaded as output.tar.gz); `output` outside SageMaker."""
     checkpoint_dir: Path = Path("/opt/ml/checkpoints")
+    """Checkpoints to write and to resume from (SageMaker syncs this folder with S3 when checkpointing is on)."""
 
 
 @dataclass(frozen=True)
@@ -111,17 +118,41 @@ def _flag_type(annotation: str):
     return {"int": int, "float": float}.get(annotation, str)
 
 
+def field_docs(config_class: type) -> dict[str, str]:
+    """The docstring under each field, so `--help` and the dataclasses cannot disagree."""
+    body = ast.parse(inspect.getsource(config_class)).body[0].body
+    return {node.target.id: " ".join(following.value.value.split())
+            for node, following in zip(body, body[1:])
+            if isinstance(node, ast.AnnAssign) and isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant) and isinstance(following.value.value, str)}
+
+
 def build_parser(description: str = "") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=description, argument_default=argparse.SUPPRESS, allow_abbrev=False)
+    parser = argparse.ArgumentParser(description=description, argument_default=argparse.SUPPRESS, allow_abbrev=False,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     for section, config_class in (("model", ModelConfig), ("data", DataConfig), ("train", TrainConfig),
                                   ("paths", PathsConfig)):
         group = parser.add_argument_group(section)
+        docs = field_docs(config_class)
         for config_field in dataclasses.fields(config_class):
             name = config_field.name
             spellings = [f"--{name.replace('_', '-')}"] + ([f"--{name}"] if "_" in name else [])
             group.add_argument(*spellings, dest=f"{section}.{name}", type=_flag_type(str(config_field.type)),
-                               choices=_CHOICES.get(name), metavar=name.upper())
+                               choices=_CHOICES.get(name), metavar=name.upper(),
+                               help=f"{docs.get(name, '')} (default: {_default_text(config_field)})")
     return parser
+
+
+# Defaults that come from SageMaker's environment rather than from the dataclass (see environment_defaults).
+_ENVIRONMENT_DEFAULT_TEXT = {
+    "train": "$SM_CHANNEL_TRAIN", "validation": "$SM_CHANNEL_VALIDATION", "test": "$SM_CHANNEL_TEST",
+    "model_dir": "$SM_MODEL_DIR, else model", "output_data_dir": "$SM_OUTPUT_DATA_DIR, else output",
+    "checkpoint_dir": "$SAGEMAKER_BASE_DIR/checkpoints, SAGEMAKER_BASE_DIR defaulting to /opt/ml",
+}
+
+
+def _default_text(config_field: dataclasses.Field) -> str:
+    return _ENVIRONMENT_DEFAULT_TEXT.get(config_field.name, repr(config_field.default))
 
 
 def environment_defaults(env: Mapping[str, str]) -> dict[str, object]:
