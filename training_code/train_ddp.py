@@ -59,6 +59,8 @@ def train(session: Session) -> None:
             loss = engine.train_step(trained, optimizer, scheduler, batch, loss_function, device)
             meter.add(loss, batch[2])
             step, position = step + 1, position + 1
+            if position == batches.steps_per_epoch:
+                epoch, position = epoch + 1, 0
             stopping = False
             if step % config.log_every == 0 or step == total_steps:
                 window, stopping = meter.read(stop.received)
@@ -74,12 +76,11 @@ def train(session: Session) -> None:
                 return
             if step == total_steps:
                 break
-        else:
-            epoch, position = epoch + 1, 0
-            validation = evaluation_metrics(engine.evaluate(trained, session.validation, topology.rank,
-                                                            topology.world_size, loss_function), "val")
-            session.history.append({"epoch": epoch, "step": step, **validation})
-            progress.report({"epoch": epoch, "step": step, **validation})
+            if position == 0:
+                validation = evaluation_metrics(engine.evaluate(trained, session.validation, topology.rank,
+                                                                topology.world_size, loss_function), "val")
+                session.history.append({"epoch": epoch, "step": step, **validation})
+                progress.report(session.history[-1])
     progress.close()
     final = {"train_loss": last_metrics.get("train_loss", float("nan")),
              **evaluation_metrics(engine.evaluate(trained, session.validation, topology.rank, topology.world_size,

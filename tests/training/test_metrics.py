@@ -34,7 +34,7 @@ def test_ndcg_matches_sklearn_per_query_then_averaged(seed, k):
                 for a, b in zip(data.query_offsets[:-1], data.query_offsets[1:])]
     np.testing.assert_allclose(ours.numpy(), expected, rtol=1e-5, atol=1e-6)
     totals = ndcg_sums(torch.from_numpy(padded_scores), torch.from_numpy(labels), torch.from_numpy(mask))
-    assert ndcg_means(totals, "val")[f"val_ndcg@{k}"] == pytest.approx(np.mean(expected), rel=1e-5)
+    assert ndcg_means(totals.tolist(), "val")[f"val_ndcg@{k}"] == pytest.approx(np.mean(expected), rel=1e-5)
 
 
 def test_query_without_relevant_documents_scores_zero_like_sklearn():

@@ -60,6 +60,7 @@ def test_abandoning_an_epoch_stops_the_prefetch_thread(shard_dir):
     assert not any(thread.name == "streaming-batches" for thread in __import__("threading").enumerate())
 
 
+@pytest.mark.slow
 def test_harness_runs_exactly_the_steps_asked_and_learns(tmp_path):
     # Given a small model on synthetic data, built the way the GPU benchmark builds it
     session = synthetic_session(ModelConfig(width=32, norm="none", dropout=0.0),
@@ -69,8 +70,8 @@ def test_harness_runs_exactly_the_steps_asked_and_learns(tmp_path):
     seen = []
     # When it runs across several epochs of its data
     first = harness.run(steps=10, on_step=lambda: seen.append(1)).item() / 10
-    harness.run(steps=150)
+    harness.run(steps=80)
     last = harness.run(steps=10).item() / 10
     # Then every step called back, the schedule advanced by each step, and the loss went down
-    assert len(seen) == 10 and harness.scheduler.last_epoch == 170
+    assert len(seen) == 10 and harness.scheduler.last_epoch == 100
     assert last < first

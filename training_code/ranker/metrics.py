@@ -7,6 +7,8 @@ count, one all-reduce (SUM, which every backend including smddp supports) adds t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 NDCG_CUTOFFS: tuple[int, ...] = (1, 3, 5, 10)
@@ -30,8 +32,7 @@ def ndcg_sums(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) ->
     return torch.stack(sums + [torch.tensor(float(scores.shape[0]), device=scores.device)])
 
 
-def ndcg_means(totals: torch.Tensor, prefix: str) -> dict[str, float]:
-    """Turns summed totals into `{prefix_ndcg@k: mean}`; one host read for all cutoffs."""
-    values = totals.tolist()
-    count = max(values[-1], 1.0)
-    return {f"{prefix}_ndcg@{k}": total / count for k, total in zip(NDCG_CUTOFFS, values[:-1])}
+def ndcg_means(totals: Sequence[float], prefix: str) -> dict[str, float]:
+    """Turns `ndcg_sums` totals (read back to the host once) into `{prefix_ndcg@k: mean}`."""
+    count = max(totals[len(NDCG_CUTOFFS)], 1.0)
+    return {f"{prefix}_ndcg@{k}": total / count for k, total in zip(NDCG_CUTOFFS, totals)}

@@ -96,7 +96,7 @@ def load_splits(config: RunConfig) -> tuple[ranking_data.RankingData, ranking_da
 def evaluation_metrics(totals: torch.Tensor, prefix: str) -> dict[str, float]:
     """Means from `engine.evaluate`'s totals: one host read."""
     values = totals.tolist()
-    metrics = ndcg_means(torch.tensor(values[:5]), prefix)
+    metrics = ndcg_means(values, prefix)
     if prefix == "val":
         metrics["val_loss"] = values[5] / max(values[4], 1.0)
     return metrics
