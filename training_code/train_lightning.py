@@ -51,6 +51,7 @@ def train(session: Session) -> None:
         build_trainer(session, total_steps - module.step).fit(module)
     if module.stop.received:
         return
+    module.to(session.device)  # Lightning hands the module back on the CPU after fit
     module.progress.close()
     final = {"train_loss": module.last_metrics.get("train_loss", float("nan")), **module.evaluate("val")}
     if session.test is not None:

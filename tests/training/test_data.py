@@ -95,3 +95,29 @@ def test_converter_writes_shards_that_read_back_identically(synthetic_channel, t
     original, converted = data.load_channel(synthetic_channel), data.load_channel(tmp_path)
     np.testing.assert_array_equal(original.features, converted.features)
     np.testing.assert_array_equal(original.query_offsets, converted.query_offsets)
+
+
+@pytest.mark.parametrize("with_qid", [False, True])
+def test_synthetic_generator_writes_a_channel_of_graded_whole_queries(tmp_path, with_qid):
+    from ranker import synthetic
+
+    # When the generator CLI writes 10 queries x 6 documents x 9 features
+    synthetic.main(["--output", str(tmp_path), "--queries", "10", "--docs-per-query", "6", "--features", "9",
+                    "--seed", "4", *(["--qid"] if with_qid else [])])
+    # Then the folder reads back as a channel of that shape, labels graded 0-4, and a group file only without qids
+    loaded = data.load_channel(tmp_path)
+    assert (loaded.num_queries, len(loaded.labels)) == (10, 60)
+    assert loaded.num_features <= 9 and set(np.unique(loaded.labels)) <= {0, 1, 2, 3, 4}
+    assert (tmp_path / "rank.train.query").exists() != with_qid
+
+
+def test_synthetic_seeds_sample_one_relevance_function():
+    from ranker.synthetic import generate
+
+    # Given data of two seeds (say a training and a validation channel)
+    first, second = generate(200, 8, 12, seed=1), generate(200, 8, 12, seed=2)
+    # When a linear readout is fitted on the first
+    weights = np.linalg.lstsq(first.features, first.labels, rcond=None)[0]
+    fit = np.corrcoef(second.features @ weights, second.labels)[0, 1]
+    # Then it predicts the second's labels: one relevance function, not two
+    assert fit > 0.3

@@ -21,11 +21,18 @@ from ranker.data import RankingData
 _GRADE_QUANTILES = (0.55, 0.8, 0.92, 0.98)
 
 
+# The hidden relevance function depends on the feature count only, so files written with different seeds (say a
+# training and a validation channel) are samples of one ranking problem.
+_FUNCTION_SEED = 20_240_601
+
+
 def generate(num_queries: int, docs_per_query: int = 32, num_features: int = 136, seed: int = 0) -> RankingData:
-    rng = np.random.default_rng(seed)
+    """`seed` draws the documents and the label noise; the relevance function is the same for every seed."""
+    function_rng = np.random.default_rng(_FUNCTION_SEED)
     hidden = 32
-    projection = rng.normal(size=(num_features, hidden)) / np.sqrt(num_features)
-    readout = rng.normal(size=hidden)
+    projection = function_rng.normal(size=(num_features, hidden)) / np.sqrt(num_features)
+    readout = function_rng.normal(size=hidden)
+    rng = np.random.default_rng(seed)
     num_docs = num_queries * docs_per_query
     features = rng.random((num_docs, num_features), dtype=np.float32)
     relevance = np.tanh(features @ projection * 4 - 2 * projection.sum(axis=0)) @ readout
@@ -55,7 +62,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, required=True, help="number of queries")
     parser.add_argument("--docs-per-query", type=int, default=32, help="documents per query")
     parser.add_argument("--features", type=int, default=136, help="features per document (MSLR-WEB uses 136)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for the hidden relevance function and the data")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed for the documents and label noise (the relevance function is fixed)")
     parser.add_argument("--qid", action="store_true", help="write a qid: column instead of a .query group file")
     args = parser.parse_args(argv)
     path = write_letor(generate(args.queries, args.docs_per_query, args.features, args.seed), args.output, args.qid)
