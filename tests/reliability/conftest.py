@@ -35,13 +35,15 @@ from local_mode.sagemaker_endpoint import LocalSageMaker  # noqa: E402
 from local_mode.training_job_service import TrainingJobService  # noqa: E402
 from training_trigger import aws_clients  # noqa: E402
 from training_trigger.settings import load_settings  # noqa: E402
-from trigger.sample_inputs import DATA_BUCKET, stack_environ  # noqa: E402
+from reliability.local_dataset import (  # noqa: E402
+    ARTIFACTS_BUCKET,
+    DATA_BUCKET,
+    MARKER_KEY,
+    SOURCE_BUNDLE_KEY,
+    VERSION_ROOT,
+)
+from trigger.sample_inputs import stack_environ  # noqa: E402
 
-ARTIFACTS_BUCKET = "ranker-artifacts-example"
-DATASET, VERSION = "web search", "2026-11-01"
-VERSION_ROOT = f"datasets/{DATASET}/{VERSION}/"
-MARKER_KEY = f"{VERSION_ROOT}_SUCCESS"
-SOURCE_BUNDLE_KEY = "code/reliability/sourcedir.tar.gz"
 # The job the local SageMaker runs for a started trigger: the entry point only has to exist and exit 0.
 ENTRY_POINT_SOURCE = "print('reliability test job: started by the trigger')\n"
 
@@ -70,7 +72,7 @@ def account(moto: MotoEndpoint) -> str:
 
 @pytest.fixture(scope="session")
 def topic_arn(moto: MotoEndpoint) -> str:
-    return local_client("sns", moto.url).create_topic(Name="ranker-training-rejections")["TopicArn"]
+    return local_client("sns", moto.url).create_topic(Name="reliability-training-rejections")["TopicArn"]
 
 
 @pytest.fixture
@@ -85,7 +87,9 @@ def trigger_environment(*, account: str, topic_arn: str, s3_url: str, sagemaker_
     """The stack's environment for a one-process job on the local endpoints, as local mode deploys it."""
     return {
         **stack_environ(
-            AWS_REGION=LOCAL_REGION, NOTIFICATION_TOPIC_ARN=topic_arn,
+            AWS_REGION=LOCAL_REGION, NOTIFICATION_TOPIC_ARN=topic_arn, DATA_BUCKET=DATA_BUCKET,
+            ARTIFACTS_BUCKET=ARTIFACTS_BUCKET, OUTPUT_S3_URI=f"s3://{ARTIFACTS_BUCKET}/models/",
+            CHECKPOINT_S3_URI=f"s3://{ARTIFACTS_BUCKET}/checkpoints/",
             ROLE_ARN=f"arn:aws:iam::{account}:role/ranker-sagemaker-execution",
             SOURCE_BUNDLE_URI=f"s3://{ARTIFACTS_BUCKET}/{SOURCE_BUNDLE_KEY}",
             DEFAULT_DISTRIBUTION="none", DEFAULT_INSTANCE_TYPE="ml.m5.xlarge", USE_SPOT="false",

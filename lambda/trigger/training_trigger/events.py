@@ -24,6 +24,10 @@ CHANNEL_NAMES = ("train", "validation", "test")
 MANUAL_FIELDS = ("dataset", "version", "channels", "job_name", "dry_run", *OVERRIDE_FIELDS)
 # The dataset name and version become path segments and, slugged, part of the job name.
 _PATH_SEGMENT = re.compile(r"^(?!\.\.?$)[^/\x00-\x1f]+$")
+S3_KEY_LIMIT_BYTES = 1024  # S3 stores no longer key, so no longer name can point at data
+# s3://<bucket>/<prefix>: bucket names are 3-63 lowercase letters, digits, dots and hyphens.
+_S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")
+_SHOWN_CHARACTERS = 60  # how much of a bad value an error message repeats
 
 
 @dataclass(frozen=True)
@@ -49,15 +53,19 @@ class Ignored:
 def parse_event(event: Mapping[str, Any], settings: Settings) -> list[TriggerRequest] | Ignored:
     """The requests an event carries (one, except for a multi-record S3 notification), or why it is ignored.
 
-    Raises InvalidInput for a manual payload that can never be valid.
+    Raises InvalidInput for input that can never be valid: not an object, an S3 event missing what S3 always sends,
+    or a bad manual payload.
     """
+    if not isinstance(event, Mapping):
+        raise InvalidInput([f"event={_shown(event)} is a {type(event).__name__}, not a JSON object: send an S3 or "
+                            f"EventBridge event, or a manual payload such as {{\"dataset\": \"<name>\"}}"])
     if "Records" in event:
         return _from_s3_notification(event, settings)
     if event.get("source") == "aws.s3" and event.get("detail-type") == "Object Created":
-        notification = S3EventBridgeNotificationEvent(event)
-        detail = notification.detail
+        _require_texts(event, [("detail", "bucket", "name"), ("detail", "object", "key"), ("detail", "object", "etag")])
+        detail = S3EventBridgeNotificationEvent(event).detail
         request = _marker_request("s3-eventbridge", detail.bucket.name, detail.object.key, detail.object.etag,
-                                  settings)
+                                  settings, key_field="detail.object.key")
         return [request] if isinstance(request, TriggerRequest) else request
     if event.get("source") == "aws.events" and event.get("detail-type") == "Scheduled Event":
         EventBridgeEvent(event)  # the schedule carries nothing the trigger needs beyond its kind
@@ -68,15 +76,24 @@ def parse_event(event: Mapping[str, Any], settings: Settings) -> list[TriggerReq
 
 
 def _from_s3_notification(event: Mapping[str, Any], settings: Settings) -> list[TriggerRequest] | Ignored:
+    records = event["Records"]
+    if not isinstance(records, list) or not records:
+        raise InvalidInput([f"Records={_shown(records)} is not a non-empty list of S3 records: send the notification "
+                            f"S3 sends"])
+    _require_texts(event, [("Records", index, name) for index in range(len(records))
+                           for name in ("eventSource", "eventName")])
     requests, reasons = [], []
-    for record in S3Event(event).records:
+    for index, record in enumerate(S3Event(event).records):
         if record.get("eventSource") != "aws:s3" or not record.event_name.startswith("ObjectCreated:"):
             reasons.append(f"record {record.get('eventSource')}/{record.get('eventName')} is not an S3 object creation")
             continue
+        # Only creations carry an ETag (the idempotency key); S3 always sends these three for them.
+        _require_texts(event, [("Records", index, "s3", "bucket", "name"), ("Records", index, "s3", "object", "key"),
+                               ("Records", index, "s3", "object", "eTag")])
         # The classic notification URL-encodes keys (a space arrives as '+'); Powertools leaves them encoded here.
         s3 = record.s3
         request = _marker_request("s3-notification", s3.bucket.name, unquote_plus(s3.get_object.key),
-                                  s3.get_object.etag, settings)
+                                  s3.get_object.etag, settings, key_field=f"Records[{index}].s3.object.key")
         if isinstance(request, Ignored):
             reasons.append(request.reason)
         else:
@@ -84,7 +101,34 @@ def _from_s3_notification(event: Mapping[str, Any], settings: Settings) -> list[
     return requests or Ignored("; ".join(reasons) or "S3 notification without records")
 
 
-def _marker_request(source: str, bucket: str, key: str, etag: str, settings: Settings) -> TriggerRequest | Ignored:
+def _require_texts(event: Mapping[str, Any], paths: list[tuple[str | int, ...]]) -> None:
+    """Raises InvalidInput naming each path of the event that does not hold a non-empty string."""
+    errors = []
+    for path in paths:
+        value: Any = event
+        for part in path:
+            if isinstance(part, int):
+                value = value[part] if isinstance(value, list) and part < len(value) else None
+            else:
+                value = value.get(part) if isinstance(value, Mapping) else None
+        if not (isinstance(value, str) and value):
+            name = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path).lstrip(".")
+            errors.append(f"{name}={_shown(value)} is not a non-empty string, which every S3 event carries: send "
+                          f"the event S3 sends, or a manual payload")
+    if errors:
+        raise InvalidInput(errors)
+
+
+def _shown(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= _SHOWN_CHARACTERS else f"{shown[:_SHOWN_CHARACTERS]}...({len(shown)} characters)"
+
+
+def _marker_request(source: str, bucket: str, key: str, etag: str, settings: Settings, *,
+                    key_field: str) -> TriggerRequest | Ignored:
+    if len(key.encode()) > S3_KEY_LIMIT_BYTES:
+        raise InvalidInput([f"{key_field}={_shown(key)} is {len(key.encode())} bytes, over S3's "
+                            f"{S3_KEY_LIMIT_BYTES}-byte key limit, so no stored object has it: send S3's own event"])
     if bucket != settings.data_bucket:
         return Ignored(f"s3://{bucket}/{key} is not in the data bucket {settings.data_bucket}")
     if not key.startswith(settings.dataset_prefix):
@@ -103,16 +147,20 @@ def _from_manual_payload(payload: Mapping[str, Any]) -> TriggerRequest:
     dataset, version, channels = payload.get("dataset"), payload.get("version"), payload.get("channels", {})
     for name, value in (("dataset", dataset), ("version", version)):
         if value is not None and not (isinstance(value, str) and _PATH_SEGMENT.match(value)):
-            errors.append(f"{name}={value!r} is not a dataset path segment: give the folder name under the dataset "
-                          f"prefix, without '/'")
+            errors.append(f"{name}={_shown(value)} is not a dataset path segment: give the folder name under the "
+                          f"dataset prefix, without '/'")
+        elif isinstance(value, str) and len(value.encode()) > S3_KEY_LIMIT_BYTES:
+            errors.append(f"{name}={_shown(value)} is {len(value.encode())} bytes, over S3's {S3_KEY_LIMIT_BYTES}-byte "
+                          f"key limit, so no dataset can live there: give the folder name under the dataset prefix")
     if not isinstance(channels, Mapping):
         errors.append(f"channels={channels!r} is not an object: e.g. {{\"train\": \"s3://bucket/prefix/\"}}")
         channels = {}
     for name, uri in channels.items():
         if name not in CHANNEL_NAMES:
             errors.append(f"channels.{name} is not a channel the scripts read: use {list(CHANNEL_NAMES)}")
-        if not (isinstance(uri, str) and uri.startswith("s3://")):
-            errors.append(f"channels.{name}={uri!r} is not an S3 URI: use s3://bucket/prefix/")
+        if not (isinstance(uri, str) and _S3_URI.match(uri)):
+            errors.append(f"channels.{name}={_shown(uri)} is not an S3 URI: use s3://bucket/prefix/ (a bucket name is "
+                          f"3-63 lowercase letters, digits, dots and hyphens)")
     if bool(dataset) == bool(channels):
         errors.append("give exactly one of dataset (train on a dataset version) or channels (explicit S3 URIs)")
     if version is not None and not dataset:

@@ -144,3 +144,41 @@ def test_invalid_manual_payloads_name_the_field_and_fix(settings, payload, messa
         parse_event(payload, settings)
     # Then the error names the field
     assert any(message in error for error in raised.value.errors), raised.value.errors
+
+
+@pytest.mark.parametrize("uri", ["s3://", "s3:///train/", "s3://UPPER/train/", "s3://ab/train/", "s3://a b/train/",
+                                 "s3://<data-bucket>/train/", "https://bucket/train/"])
+def test_a_channel_uri_without_a_valid_bucket_is_refused(settings, uri):
+    # Given a manual payload whose train channel is no S3 location
+    payload = {"channels": {"train": uri}}
+    # When it is parsed
+    with pytest.raises(InvalidInput) as raised:
+        parse_event(payload, settings)
+    # Then the channel is named with the bucket rule
+    assert any(error.startswith("channels.train=") and "3-63 lowercase" in error for error in raised.value.errors)
+
+
+@pytest.mark.parametrize("event", [[], "dataset", 3, None, True])
+def test_an_event_that_is_not_an_object_is_refused(settings, event):
+    with pytest.raises(InvalidInput) as raised:
+        parse_event(event, settings)
+    assert raised.value.errors[0].startswith(f"event={event!r} is a {type(event).__name__}, not a JSON object")
+
+
+def test_an_s3_event_missing_the_etag_is_refused_not_keyed_on_nothing(settings):
+    # Given S3's EventBridge event with the object's ETag (the idempotency key) removed
+    event = load_event("s3_eventbridge_object_created.json")
+    del event["detail"]["object"]["etag"]
+    # When it is parsed
+    with pytest.raises(InvalidInput) as raised:
+        parse_event(event, settings)
+    # Then the missing field is named
+    assert raised.value.errors[0].startswith("detail.object.etag=None is not a non-empty string")
+
+
+def test_a_key_longer_than_s3_allows_is_refused(settings):
+    event = load_event("s3_eventbridge_object_created.json")
+    event["detail"]["object"]["key"] = "datasets/" + "d" * 1100 + "/v1/_SUCCESS"
+    with pytest.raises(InvalidInput) as raised:
+        parse_event(event, settings)
+    assert "over S3's 1024-byte key limit" in raised.value.errors[0]
