@@ -34,9 +34,11 @@ class Malformed:
 # Values of every JSON type; each field's strategy keeps only the ones that are wrong for it.
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6),
                          st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12))
-json_values = st.recursive(json_scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                                 st.dictionaries(st.text(max_size=6), inner, max_size=3)),
-                           max_leaves=6)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    max_leaves=6,
+)
 non_strings = json_values.filter(lambda value: not isinstance(value, str))
 non_booleans = json_values.filter(lambda value: not isinstance(value, bool))
 non_objects = json_values.filter(lambda value: not isinstance(value, dict))

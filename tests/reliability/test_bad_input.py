@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from botocore.stub import Stubber
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import handler
 from local_mode.local_clients import LOCAL_REGION, local_client
