@@ -125,14 +125,15 @@ def machine_description() -> str:
 
 
 def analyse(results: list[dict], matmul_tflops: float | None) -> tuple[list[str], list[list[object]]]:
-    """One row per (trainer, width, layout): rate, speed-up over naive DDP on 1 GPU, efficiency, MFU, memory."""
+    """One row per (trainer, width, layout): rate, speed-up over naive DDP on the same layout, scaling efficiency
+    against the same trainer on 1 GPU, MFU, difference from the native trainer, peak memory."""
     by_key = {(r["trainer"], r["width"], r["world_size"], r["nodes"]): r for r in results}
-    headers = ["trainer", "width", "layout", "samples/s", "x naive DDP (1 GPU)", "scaling eff.", "MFU", "vs native",
+    headers = ["trainer", "width", "layout", "samples/s", "x naive DDP", "scaling eff.", "MFU", "vs native",
                "peak GiB/GPU"]
     rows = []
     for r in sorted(results, key=lambda r: (r["width"], list(TRAINER_MODULES).index(r["trainer"]), r["world_size"], r["nodes"])):
         single = by_key.get((r["trainer"], r["width"], 1, 1))
-        naive = by_key.get(("naive-ddp", r["width"], 1, 1))
+        naive = by_key.get(("naive-ddp", r["width"], r["world_size"], r["nodes"]))
         native = by_key.get(("native", r["width"], r["world_size"], r["nodes"]))
         efficiency = r["samples_per_second"] / (r["world_size"] * single["samples_per_second"]) if single else None
         mfu = (r["samples_per_second"] * r["flops_per_sample"] / r["world_size"] / (matmul_tflops * 1e12)
@@ -140,7 +141,7 @@ def analyse(results: list[dict], matmul_tflops: float | None) -> tuple[list[str]
         layout = Layout(r["world_size"], r["nodes"]).label
         rows.append([
             r["trainer"], r["width"], layout, f"{r['samples_per_second']:,.0f}",
-            f"{r['samples_per_second'] / naive['samples_per_second'] / r['world_size']:.1f}x" if naive else "-",
+            f"{r['samples_per_second'] / naive['samples_per_second']:.1f}x" if naive else "-",
             f"{efficiency:.1%}" if efficiency else "-",
             f"{mfu:.1%}" if mfu else "-",
             f"{r['samples_per_second'] / native['samples_per_second'] - 1:+.1%}" if native and r["trainer"] != "native" else "-",

@@ -1,0 +1,75 @@
+"""The project's two trainers (native DDP and Lightning) under the benchmark's timing protocol.
+
+Both run the package's own hot path (ranker.throughput: device-resident queries, index-gathered batches, bf16
+autocast, fused AdamW, DDP with bucket views and a static graph) on synthetic queries of 32 documents, so a
+batch of 8192 samples is 256 whole queries.
+
+Launch: torchrun --nproc_per_node N -m benchmarks.project_trainers --trainer native --results results.jsonl
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+import lightning as L
+import torch
+
+from benchmarks.baselines.common import parse_args
+from benchmarks.timing import StepWindows, append_result, summarise
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training_code"))
+
+from ranker import distributed  # noqa: E402  (training_code is a SageMaker source dir, not an installed package)
+from ranker.config import ModelConfig, TrainConfig  # noqa: E402
+from ranker.lightning_module import RankingModule  # noqa: E402
+from ranker.throughput import NativeHarness, synthetic_session  # noqa: E402
+from train_lightning import build_trainer  # noqa: E402
+
+DOCS_PER_QUERY = 32
+
+
+class WindowTimer(L.Callback):
+    def __init__(self, windows: StepWindows) -> None:
+        self.windows = windows
+
+    def on_train_batch_end(self, trainer: L.Trainer, *args) -> None:
+        self.windows.step_done()
+
+
+def main() -> None:
+    trainer_name = sys.argv.pop(sys.argv.index("--trainer") + 1)
+    sys.argv.remove("--trainer")
+    args = parse_args(__doc__)
+    if args.batch_size % DOCS_PER_QUERY:
+        raise SystemExit(f"--batch-size: {args.batch_size} is not a multiple of {DOCS_PER_QUERY} documents per query")
+    topology = distributed.detect_topology()
+    device = distributed.device_for(topology)
+    distributed.init_process_group(topology, "nccl" if device.type == "cuda" else "gloo", device)
+    for width in args.widths:
+        windows = StepWindows(args.warmup_steps, args.steps_per_window, args.windows, device)
+        model = ModelConfig(num_features=args.features, width=width, norm="none", dropout=0.0)
+        train = TrainConfig(batch_size=args.batch_size // DOCS_PER_QUERY, log_every=10**9, checkpoint_every=0)
+        # One epoch covers the whole run, so the Lightning loop's end-of-epoch validation stays out of the timing.
+        session = synthetic_session(model, train, topology, device, docs_per_query=DOCS_PER_QUERY,
+                                    batches_of_data=windows.total_steps + 1,
+                                    work_dir=Path(tempfile.mkdtemp(prefix="bench-")))
+        if trainer_name == "native":
+            NativeHarness.build(session).run(windows.total_steps, on_step=windows.step_done)
+        elif trainer_name == "lightning":
+            module = RankingModule(session, session.training_batches(), windows.total_steps)
+            trainer = build_trainer(session, windows.total_steps)
+            trainer.callbacks.append(WindowTimer(windows))
+            trainer.fit(module)
+        else:
+            raise SystemExit(f"--trainer: {trainer_name!r} is not one of native, lightning")
+        result = summarise(trainer_name, width, args.features, args.batch_size, windows)
+        if topology.is_main:
+            append_result(args.results, result)
+            print(f"{trainer_name} width={width} world={result.world_size} samples/s={result.samples_per_second:,.0f}")
+    distributed.shutdown()
+
+
+if __name__ == "__main__":
+    main()
