@@ -42,7 +42,8 @@ def train(session: Session) -> None:
     if resumed is not None:
         optimizer.load_state_dict(resumed["optimizer"])
         scheduler.load_state_dict(resumed["scheduler"])
-        step, epoch, position, session.history = resumed["step"], resumed["epoch"], resumed["position"], resumed["history"]
+        step, epoch, position = resumed["step"], resumed["epoch"], resumed["position"]
+        session.history = resumed["history"]
         if resumed["rng"] is not None:
             checkpoint.set_rng_state(resumed["rng"])
     trained = engine.wrap_ddp(torch.compile(model) if config.compile else model, device, topology.world_size)

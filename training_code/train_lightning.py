@@ -3,7 +3,7 @@
 Launch commands (all flags optional except the training channel outside SageMaker):
 
     # one process (CPU or one GPU)
-    python train_lightning.py --train /path/to/letor-dir --model-dir model --output-data-dir output --checkpoint-dir ckpt
+    python train_lightning.py --train /path/to/letor-dir --model-dir model --output-data-dir out --checkpoint-dir ckpt
     # several processes on one machine (gloo on CPU, NCCL on GPU)
     torchrun --standalone --nproc-per-node 2 train_lightning.py --train /path/to/letor-dir --model-dir model ...
     # mpirun (SageMaker `pytorchddp`/`smdistributed` do this): ranks from OMPI_COMM_WORLD_*
@@ -32,8 +32,8 @@ from ranker.session import Session, finish_session, start_session
 def build_trainer(session: Session, steps_left: int) -> L.Trainer:
     topology, device = session.topology, session.device
     if topology.world_size > 1:
-        strategy = DDPStrategy(cluster_environment=SageMakerEnvironment(topology), process_group_backend=session.backend,
-                               gradient_as_bucket_view=True, static_graph=True)
+        strategy = DDPStrategy(cluster_environment=SageMakerEnvironment(topology),
+                               process_group_backend=session.backend, gradient_as_bucket_view=True, static_graph=True)
     else:
         strategy = SingleDeviceStrategy(device=device)
     return L.Trainer(accelerator="gpu" if device.type == "cuda" else "cpu", devices=topology.local_world_size,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
@@ -38,7 +37,8 @@ def test_each_rank_streams_only_its_own_shards_every_query_whole(shard_dir):
         served = batch_rows(batches.epoch_batches(epoch=0))
         # Then every document served comes from this rank's shards, and whole queries came together
         own = [shards.open_shard(shard_dir, name) for name in names[rank::2]]
-        own_rows = {(float(label), tuple(row.tolist())) for shard in own for row, label in zip(shard.features, shard.labels)}
+        own_rows = {(float(label), tuple(row.tolist()))
+                    for shard in own for row, label in zip(shard.features, shard.labels)}
         assert set(served) <= own_rows
         assert len(served) == batches.steps_per_epoch * 4 * 8  # 8 documents per query, no padding served
 

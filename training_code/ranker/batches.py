@@ -73,7 +73,8 @@ class QueryBatches(EpochBatches):
     """Batches gathered from queries resident on the device."""
 
     def __init__(self, queries: DeviceQueries, batch_size: int, rank: int = 0, world_size: int = 1, seed: int = 0):
-        self.queries, self.batch_size, self.rank, self.world_size, self.seed = queries, batch_size, rank, world_size, seed
+        self.queries, self.batch_size, self.seed = queries, batch_size, seed
+        self.rank, self.world_size = rank, world_size
         self.steps_per_epoch = queries.num_queries // (batch_size * world_size)
         if self.steps_per_epoch == 0:
             raise ValueError(f"batch_size: {batch_size} queries x {world_size} processes exceeds the "

@@ -32,8 +32,3 @@ class RankingMLP(nn.Module):
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         return self.layers(features).squeeze(-1)
 
-
-def count_flops_per_document(config: ModelConfig) -> int:
-    """Forward multiply-adds x2 of the dense layers; training costs about three times this (forward + backward)."""
-    widths = [config.num_features] + [config.width] * (config.num_layers - 1) + [1]
-    return 2 * sum(a * b for a, b in zip(widths[:-1], widths[1:]))

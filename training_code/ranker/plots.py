@@ -21,7 +21,8 @@ def plot_curves(history: list[dict[str, float]], folder: Path) -> list[Path]:
         figure, axes = plt.subplots(figsize=(6, 4))
         for name in names:
             points = [(row["step"], row[name]) for row in history if name in row]
-            axes.plot([p[0] for p in points], [p[1] for p in points], label=name, marker="." if len(points) < 50 else None)
+            marker = "." if len(points) < 50 else None
+            axes.plot([p[0] for p in points], [p[1] for p in points], label=name, marker=marker)
         axes.set_xlabel("step")
         axes.set_ylabel(ylabel)
         if names:

@@ -65,7 +65,8 @@ def write_shards(data: RankingData, folder: Path, docs_per_shard: int = 1_000_00
         name = f"shard-{len(names):05d}"
         np.save(folder / f"{name}.features.npy", np.ascontiguousarray(data.features[rows], dtype=np.float32))
         np.save(folder / f"{name}.labels.npy", np.ascontiguousarray(data.labels[rows], dtype=np.float32))
-        np.save(folder / f"{name}.offsets.npy", (offsets[start_query:end_query + 1] - offsets[start_query]).astype(np.int64))
+        query_offsets = offsets[start_query:end_query + 1] - offsets[start_query]
+        np.save(folder / f"{name}.offsets.npy", query_offsets.astype(np.int64))
         names.append(name)
         start_query = end_query
     manifest = {"format_version": FORMAT_VERSION, "num_features": data.num_features, "max_docs": data.max_docs,
