@@ -46,7 +46,8 @@ def train(session: Session) -> None:
         session.history = resumed["history"]
         if resumed["rng"] is not None:
             checkpoint.set_rng_state(resumed["rng"])
-    trained = engine.wrap_ddp(torch.compile(model) if config.compile else model, device, topology.world_size)
+    trained = engine.wrap_ddp(torch.compile(model) if config.compile else model, device, topology.world_size,
+                              config.allreduce_dtype)
     loss_function = LOSSES[config.loss]
     progress = Progress(total_steps, topology.is_main, step)
     if resumed is not None:
@@ -57,7 +58,7 @@ def train(session: Session) -> None:
 
     while step < total_steps:
         for batch in batches.epoch_batches(epoch, position):
-            loss = engine.train_step(trained, optimizer, scheduler, batch, loss_function, device)
+            loss = engine.train_step(trained, optimizer, scheduler, batch, loss_function, device, config.precision)
             meter.add(loss, batch[2])
             step, position = step + 1, position + 1
             if position == batches.steps_per_epoch:

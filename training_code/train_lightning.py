@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import lightning as L
 from lightning.pytorch.strategies import DDPStrategy, SingleDeviceStrategy
 
-from ranker import distributed
+from ranker import distributed, engine
 from ranker.cluster_environment import SageMakerEnvironment
 from ranker.lightning_module import RankingModule
 from ranker.session import Session, finish_session, start_session
@@ -33,12 +33,14 @@ def build_trainer(session: Session, steps_left: int) -> L.Trainer:
     topology, device = session.topology, session.device
     if topology.world_size > 1:
         strategy = DDPStrategy(cluster_environment=SageMakerEnvironment(topology),
-                               process_group_backend=session.backend, gradient_as_bucket_view=True, static_graph=True)
+                               process_group_backend=session.backend, gradient_as_bucket_view=True, static_graph=True,
+                               ddp_comm_hook=engine.ddp_comm_hook(device, session.config.train.allreduce_dtype))
     else:
         strategy = SingleDeviceStrategy(device=device)
+    mixed = device.type == "cuda" and session.config.train.precision == "bf16"
     return L.Trainer(accelerator="gpu" if device.type == "cuda" else "cpu", devices=topology.local_world_size,
                      num_nodes=topology.num_nodes, strategy=strategy, max_steps=steps_left, max_epochs=-1,
-                     precision="bf16-mixed" if device.type == "cuda" else "32-true", logger=False,
+                     precision="bf16-mixed" if mixed else "32-true", logger=False,
                      enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                      num_sanity_val_steps=0, use_distributed_sampler=False)
 

@@ -73,6 +73,12 @@ class TrainConfig:
     """Process-group backend: `auto`, `smddp`, `nccl` or `gloo`."""
     compile: bool = False
     """Run the model through `torch.compile`."""
+    precision: str = "bf16"
+    """Training arithmetic on GPU: `bf16` autocast (tensor cores, no loss scaling) or `fp32` (for checking
+    numerics). CPU runs always use float32."""
+    allreduce_dtype: str = "bf16"
+    """Gradient all-reduce precision on GPU with several processes: `bf16` halves the bytes DDP sends (the gradients
+    come out of bf16 matmuls under autocast anyway) or `fp32`. CPU runs always reduce in float32."""
     log_every: int = 10
     """Steps between metric lines; the loss is read from the device only then."""
     checkpoint_every: int = 200
@@ -194,6 +200,9 @@ def validate(config: RunConfig) -> None:
         ("num_layers", config.model.num_layers, config.model.num_layers >= 1, "use at least 1 dense layer"),
         ("validation_fraction", config.data.validation_fraction, 0 < config.data.validation_fraction < 1,
          "use a fraction strictly between 0 and 1"),
+        ("precision", config.train.precision, config.train.precision in ("bf16", "fp32"), "use bf16 or fp32"),
+        ("allreduce_dtype", config.train.allreduce_dtype, config.train.allreduce_dtype in ("bf16", "fp32"),
+         "use bf16 or fp32"),
         ("epochs", config.train.epochs, config.train.epochs >= 1 or config.train.max_steps > 0,
          "train for at least 1 epoch or set --max-steps"),
     ]

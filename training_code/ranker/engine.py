@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import bf16_compress_hook
 from torch.nn.parallel import DistributedDataParallel
 
 from ranker import distributed
@@ -27,13 +28,22 @@ def build_model(config: ModelConfig, device: torch.device) -> RankingMLP:
     return RankingMLP(config).to(device)
 
 
-def wrap_ddp(model: nn.Module, device: torch.device, world_size: int) -> nn.Module:
+def wrap_ddp(model: nn.Module, device: torch.device, world_size: int, allreduce_dtype: str = "fp32") -> nn.Module:
     """DDP with gradients written straight into the all-reduce buckets and the graph declared static (the MLP
     uses every parameter every step), which lets DDP overlap communication with the backward pass."""
     if world_size == 1:
         return model
-    return DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None,
-                                   gradient_as_bucket_view=True, static_graph=True)
+    wrapped = DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None,
+                                      gradient_as_bucket_view=True, static_graph=True)
+    comm_hook = ddp_comm_hook(device, allreduce_dtype)
+    if comm_hook is not None:
+        wrapped.register_comm_hook(None, comm_hook)
+    return wrapped
+
+
+def ddp_comm_hook(device: torch.device, allreduce_dtype: str) -> Callable | None:
+    """bf16 gradient compression (sum then divide, which smddp supports too) on GPU; None keeps DDP's fp32 path."""
+    return bf16_compress_hook if device.type == "cuda" and allreduce_dtype == "bf16" else None
 
 
 def build_optimizer(model: nn.Module, config: TrainConfig, device: torch.device) -> torch.optim.AdamW:
@@ -59,18 +69,19 @@ def build_scheduler(optimizer: torch.optim.Optimizer, total_steps: int,
     return torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(total_steps, warmup_fraction))
 
 
-def autocast(device: torch.device) -> contextlib.AbstractContextManager:
+def autocast(device: torch.device, precision: str = "bf16") -> contextlib.AbstractContextManager:
     """bf16 on GPU (tensor cores, no loss scaling needed); full float32 on CPU, where bf16 buys nothing."""
-    if device.type == "cuda":
+    if device.type == "cuda" and precision == "bf16":
         return torch.autocast("cuda", dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 
 def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler,
-               batch: Batch, loss_function: LossFunction, device: torch.device) -> torch.Tensor:
+               batch: Batch, loss_function: LossFunction, device: torch.device,
+               precision: str = "bf16") -> torch.Tensor:
     """One optimizer step; returns the loss as a detached device tensor (no host sync)."""
     features, labels, mask = batch
-    with autocast(device):
+    with autocast(device, precision):
         scores = model(features)
     loss = loss_function(scores, labels, mask)
     optimizer.zero_grad(set_to_none=True)

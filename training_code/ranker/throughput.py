@@ -51,6 +51,7 @@ class NativeHarness:
     batches: EpochBatches
     loss_function: Callable
     device: torch.device
+    precision: str
 
     @classmethod
     def build(cls, session: Session, total_steps: int = 10_000) -> NativeHarness:
@@ -58,8 +59,10 @@ class NativeHarness:
         model = engine.build_model(session.model_config, device)
         optimizer = engine.build_optimizer(model, config, device)
         scheduler = engine.build_scheduler(optimizer, total_steps, config.warmup_fraction)
-        trained = engine.wrap_ddp(torch.compile(model) if config.compile else model, device, topology.world_size)
-        return cls(trained, optimizer, scheduler, session.training_batches(), LOSSES[config.loss], device)
+        trained = engine.wrap_ddp(torch.compile(model) if config.compile else model, device, topology.world_size,
+                                  config.allreduce_dtype)
+        return cls(trained, optimizer, scheduler, session.training_batches(), LOSSES[config.loss], device,
+                   config.precision)
 
     def run(self, steps: int, on_step: Callable[[], None] | None = None) -> torch.Tensor:
         """`steps` optimizer steps across as many epochs as needed; returns the summed loss, still on the device."""
@@ -68,7 +71,7 @@ class NativeHarness:
         while done < steps:
             for batch in self.batches.epoch_batches(epoch):
                 loss_sum += engine.train_step(self.model, self.optimizer, self.scheduler, batch, self.loss_function,
-                                              self.device)
+                                              self.device, self.precision)
                 done += 1
                 if on_step is not None:
                     on_step()
