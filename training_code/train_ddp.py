@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import torch
 
 from ranker import checkpoint, distributed, engine
+from ranker.failure import failure_reported
 from ranker.losses import LOSSES
 from ranker.meter import TrainingMeter
 from ranker.progress import Progress
@@ -95,11 +96,12 @@ def train(session: Session) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    session = start_session(sys.argv[1:] if argv is None else argv, __doc__)
-    try:
-        train(session)
-    finally:
-        distributed.shutdown()
+    with failure_reported():
+        session = start_session(sys.argv[1:] if argv is None else argv, __doc__)
+        try:
+            train(session)
+        finally:
+            distributed.shutdown()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ query: how many consecutive rows it has). Binary channels hold `.npy` shards wri
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,6 +125,7 @@ def read_letor_file(path: Path, num_features: int | None = None) -> RankingData:
                          "`label [qid:Q] index:value ...` with 1-based indices") from error
     if features.shape[0] == 0:
         raise ValueError(f"{path}: no rows; the channel file is empty")
+    _refuse_cut_off_last_row(path)
     dense = features.toarray()
     bad_rows = np.flatnonzero(~np.isfinite(dense).all(axis=1) | ~np.isfinite(labels))
     if bad_rows.size:
@@ -138,6 +140,26 @@ def read_letor_file(path: Path, num_features: int | None = None) -> RankingData:
         raise ValueError(f"{path}: no qid column and no group file {group_file.name}; add `qid:` to each row "
                          f"or write {group_file} with one query size per line")
     return RankingData(dense[order], labels[order].astype(np.float32), offsets)
+
+
+def _refuse_cut_off_last_row(path: Path) -> None:
+    """A copy or upload cut short usually ends mid-number, which still parses (`3:0.66` of `3:0.6627`) and, with a
+    `qid:` column, leaves no other trace. Every LETOR writer ends its rows with a newline, so a last data row
+    without one is taken as cut off."""
+    with path.open("rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        if handle.tell() == 0:
+            return
+        handle.seek(-1, os.SEEK_END)
+        if handle.read(1) == b"\n":
+            return
+    content = path.read_bytes()
+    last_line = content.rsplit(b"\n", 1)[-1].decode("utf-8", errors="replace")
+    if not last_line.split("#", 1)[0].strip():
+        return  # a final comment or blank line: no row was cut
+    number = content.count(b"\n") + 1
+    raise ValueError(f"{path}:{number}: the last row has no newline, so the file looks cut short (an interrupted "
+                     "upload or copy); upload the complete file again, or end the row with a newline if it is whole")
 
 
 def _groups_from_qids(qids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,237 @@
+"""Training faults as SageMaker meets them, on real processes (torchrun, gloo on CPU): a rank killed outright, a
+spot interruption's SIGTERM to every rank, and corrupt datasets, both from the script and through the local
+SageMaker endpoint's job runner.
+
+Every interrupted run is compared with one uninterrupted run of the same flags, tensor by tensor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from local_mode.artifacts import tar_folder_contents
+from local_mode.local_clients import local_client
+from ranker import synthetic
+from ranker.data import load_channel
+from reliability.local_dataset import ARTIFACTS_BUCKET, DATA_BUCKET
+from reliability.torchrun_job import (
+    TRAINING_CODE,
+    run_torchrun,
+    start_torchrun,
+    wait_for_first_checkpoint,
+    wait_for_ranks,
+)
+from training_launch import TINY_MODEL_FLAGS, run_dirs, script_env
+
+pytestmark = pytest.mark.slow
+
+# 32 queries, 2 ranks x 2 queries a step: 8 steps an epoch, 240 tiny steps, a checkpoint every 16. Dropout stays on,
+# so a resumed run only matches if every rank's RNG stream was saved and restored.
+RESUMABLE = ["--batch-size", "2", "--max-steps", "240", "--checkpoint-every", "16", *TINY_MODEL_FLAGS,
+             "--width", "32", "--dropout", "0.2"]
+RESUMED = re.compile(r"resumed from \S+ at step (\d+)")
+
+
+def assert_same_weights(first: dict[str, torch.Tensor], second: dict[str, torch.Tensor]) -> None:
+    assert first.keys() == second.keys()
+    for name in first:
+        torch.testing.assert_close(first[name], second[name], atol=1e-6, rtol=1e-5, msg=f"weights {name} differ")
+
+
+@pytest.fixture(scope="module")
+def channel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("channel")
+    synthetic.main(["--output", str(folder), "--queries", "32", "--docs-per-query", "8", "--features", "12",
+                    "--seed", "5"])
+    return folder
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory, channel: Path):
+    dirs = run_dirs(tmp_path_factory.mktemp("uninterrupted"))
+    run_torchrun("train_ddp.py", ["--train", str(channel), *RESUMABLE, *dirs.flags()])
+    return dirs
+
+
+def test_a_rank_killed_mid_run_restarts_resumes_and_ends_like_an_uninterrupted_run(tmp_path, channel, uninterrupted):
+    # Given a 2-rank torchrun job allowed one restart, past its first checkpoint
+    dirs = run_dirs(tmp_path)
+    job = start_torchrun("train_ddp.py", ["--train", str(channel), *RESUMABLE, *dirs.flags()], max_restarts=1)
+    wait_for_first_checkpoint(job, dirs)
+    # When rank 1 is killed outright (no chance to save: a crashed process or a lost host)
+    victim = wait_for_ranks(job, 2)[1]
+    os.kill(victim, signal.SIGKILL)
+    output, _ = job.communicate(timeout=120)
+    # Then torchrun restarted the workers, which resumed mid-run from a checkpoint, and the job succeeded
+    assert job.returncode == 0, output[-4000:]
+    resumed_at = [int(step) for step in RESUMED.findall(output)]
+    assert len(resumed_at) == 1 and 0 < resumed_at[0] < 240, output[-4000:]
+    # And it ends with the uninterrupted run's weights
+    assert_same_weights(dirs.weights(), uninterrupted.weights())
+
+
+def test_sigterm_to_every_rank_checkpoints_then_a_second_run_finishes_identically(tmp_path, channel, uninterrupted):
+    # Given a 2-rank torchrun job past its first checkpoint
+    dirs = run_dirs(tmp_path)
+    args = ["--train", str(channel), *RESUMABLE, *dirs.flags()]
+    job = start_torchrun("train_ddp.py", args, max_restarts=0)
+    wait_for_first_checkpoint(job, dirs)
+    # When every rank gets SIGTERM (SageMaker's notice before a spot interruption)
+    for pid in wait_for_ranks(job, 2).values():
+        os.kill(pid, signal.SIGTERM)
+    output, _ = job.communicate(timeout=60)
+    # Then the ranks agreed on a step, wrote a checkpoint at it and exited cleanly without a model
+    assert job.returncode == 0, output[-4000:]
+    stopped_at = int(re.search(r"SIGTERM: checkpoint written at step (\d+)", output).group(1))
+    assert (dirs.checkpoint_dir / f"step-{stopped_at:09d}.pt").is_file()
+    assert not (dirs.model_dir / "model.safetensors").exists()
+    # When the job runs again with the same flags, Then it resumes there and ends like the uninterrupted run
+    rerun = run_torchrun("train_ddp.py", args)
+    assert [int(step) for step in RESUMED.findall(rerun)] == [stopped_at]
+    assert_same_weights(dirs.weights(), uninterrupted.weights())
+
+
+def _rewrite_line(path: Path, number: int, change: Callable[[str], str]) -> None:
+    lines = path.read_text().splitlines(keepends=True)
+    lines[number - 1] = change(lines[number - 1])
+    path.write_text("".join(lines))
+
+
+def _cut_a_feature_value(line: str) -> str:
+    return line[: line.index(":", line.index(":") + 1) + 1] + "\n"  # `0 1:0.04 2:` : the value is gone
+
+
+def _nan_in_the_third_feature(line: str) -> str:
+    fields = line.split()
+    fields[3] = fields[3].split(":")[0] + ":nan"
+    return " ".join(fields) + "\n"
+
+
+# name: (how the channel is broken, message the script must fail with; {channel} is the channel folder)
+CORRUPTIONS: dict[str, tuple[Callable[[Path], None], str]] = {
+    "truncated line": (lambda folder: _rewrite_line(folder / "rank.train", 5, _cut_a_feature_value),
+                       "ValueError: {channel}/rank.train:5: not a LETOR row"),
+    "NaN value": (lambda folder: _rewrite_line(folder / "rank.train", 7, _nan_in_the_third_feature),
+                  "ValueError: {channel}/rank.train:7: NaN or infinite value"),
+    "mismatched query file": (lambda folder: _rewrite_line(folder / "rank.train.query", 3, lambda line: "7\n"),
+                              "ValueError: {channel}/rank.train.query: query sizes add up to 255 rows but the data "
+                              "file has 256"),
+    "empty channel": (lambda folder: [file.write_text("") for file in folder.iterdir()],
+                      "ValueError: channel {channel}: no LETOR text files or binary shards found"),
+}
+
+
+def corrupt_copy(channel: Path, destination: Path, corruption: str) -> Path:
+    destination.mkdir(parents=True)
+    for file in channel.iterdir():
+        (destination / file.name).write_bytes(file.read_bytes())
+    CORRUPTIONS[corruption][0](destination)
+    return destination
+
+
+@pytest.fixture(scope="module")
+def failed_runs(tmp_path_factory: pytest.TempPathFactory, channel: Path) -> dict[str, tuple[Path, Path, int, str]]:
+    """Each corrupt channel through the native script at once (one process each, as SageMaker's container runs
+    it, with SM_OUTPUT_DIR set): {corruption: (channel, output dir, exit code, stderr)}."""
+    started = {}
+    for corruption in CORRUPTIONS:
+        root = tmp_path_factory.mktemp(re.sub(r"\W", "-", corruption))
+        broken, output_dir = corrupt_copy(channel, root / "train", corruption), root / "output"
+        process = subprocess.Popen(
+            [sys.executable, "train_ddp.py", "--train", str(broken), *TINY_MODEL_FLAGS, *run_dirs(root).flags()],
+            cwd=TRAINING_CODE, env=script_env(SM_OUTPUT_DIR=str(output_dir)), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        started[corruption] = (broken, output_dir, process)
+    return {corruption: (broken, output_dir, process.returncode, process.communicate(timeout=120)[1])
+            for corruption, (broken, output_dir, process) in started.items()}
+
+
+@pytest.mark.parametrize("corruption", list(CORRUPTIONS))
+def test_a_corrupt_channel_fails_the_script_naming_file_and_line(failed_runs, corruption):
+    broken, output_dir, exit_code, log = failed_runs[corruption]
+    expected = CORRUPTIONS[corruption][1].format(channel=broken)
+    # Then the script exits non-zero with the message in its log
+    assert exit_code != 0
+    assert expected in log, log[-3000:]
+    # And it wrote that message, alone, to /opt/ml/output/failure for SageMaker's FailureReason
+    failure = (output_dir / "failure").read_text()
+    assert failure.startswith(expected) and "\n" not in failure
+    assert not (broken.parent / "model" / "model.safetensors").exists()
+
+
+def test_a_job_on_a_corrupt_channel_fails_with_the_reason_through_local_sagemaker(moto, local_sagemaker, channel,
+                                                                                   tmp_path):
+    # Given the training code as the stack uploads it, and a channel whose row 7 holds a NaN
+    s3 = local_client("s3", moto.url)
+    bundle = tar_folder_contents(TRAINING_CODE, tmp_path / "sourcedir.tar.gz")
+    s3.upload_file(str(bundle), ARTIFACTS_BUCKET, "code/training-faults/sourcedir.tar.gz")
+    broken = corrupt_copy(channel, tmp_path / "nan", "NaN value")
+    for file in broken.iterdir():
+        s3.upload_file(str(file), DATA_BUCKET, f"datasets/corrupt/v1/train/{file.name}")
+    sagemaker = local_client("sagemaker", local_sagemaker.url)
+    # When a job runs train_ddp.py on it
+    sagemaker.create_training_job(**sdk_shaped_request("corrupt-channel", "train_ddp.py"))
+    description = wait_for_end(sagemaker, "corrupt-channel")
+    # Then it is Failed, and FailureReason carries the script's message naming the file in the container and the line
+    assert description["TrainingJobStatus"] == "Failed"
+    reason = description["FailureReason"]
+    assert reason.startswith("AlgorithmError: ExecuteUserScriptError:\nExitCode 1\n"), reason
+    assert re.search(r'ErrorMessage "ValueError: \S+/input/data/train/rank\.train:7: NaN or infinite value; '
+                     r'fix or drop that row"$', reason), reason
+
+
+def test_a_file_cut_mid_number_is_refused_naming_its_last_line(channel, tmp_path):
+    # Given a channel whose data file stops inside a number of its last row (a copy or upload cut short): with a
+    # group file or a qid column the cut row still parses, and only the missing newline tells
+    data = (channel / "rank.train").read_bytes()
+    last_row = data.rindex(b"\n", 0, len(data) - 1) + 1
+    cut = tmp_path / "rank.train"
+    cut.write_bytes(data[: data.index(b".", last_row + 10) + 2])
+    (tmp_path / "rank.train.query").write_bytes((channel / "rank.train.query").read_bytes())
+    cut_line = data[:last_row].count(b"\n") + 1
+    # When the channel is read, Then the error names the file and the cut line
+    with pytest.raises(ValueError, match=rf"{re.escape(str(cut))}:{cut_line}: the last row has no newline"):
+        load_channel(tmp_path)
+
+
+def sdk_shaped_request(name: str, entry_point: str) -> dict[str, Any]:
+    """CreateTrainingJob as SageMaker Python SDK v2's PyTorch estimator sends it (hyperparameters JSON-encoded)."""
+    return {
+        "TrainingJobName": name,
+        "AlgorithmSpecification": {"TrainingImage": "local/pytorch-training:2.2.0-cpu-py310",
+                                   "TrainingInputMode": "File"},
+        "RoleArn": "arn:aws:iam::123456789012:role/local-training",
+        "HyperParameters": {"max-steps": "8", "width": "32", "sagemaker_program": json.dumps(entry_point),
+                            "sagemaker_submit_directory": json.dumps(
+                                f"s3://{ARTIFACTS_BUCKET}/code/training-faults/sourcedir.tar.gz"),
+                            "sagemaker_container_log_level": "20", "sagemaker_job_name": json.dumps(name),
+                            "sagemaker_region": json.dumps("us-east-1")},
+        "InputDataConfig": [{"ChannelName": "train", "DataSource": {"S3DataSource": {
+            "S3DataType": "S3Prefix", "S3Uri": f"s3://{DATA_BUCKET}/datasets/corrupt/v1/train/",
+            "S3DataDistributionType": "FullyReplicated"}}}],
+        "OutputDataConfig": {"S3OutputPath": f"s3://{ARTIFACTS_BUCKET}/models/"},
+        "ResourceConfig": {"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 600},
+    }
+
+
+def wait_for_end(sagemaker: Any, name: str, timeout: float = 120) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        description = sagemaker.describe_training_job(TrainingJobName=name)
+        if description["TrainingJobStatus"] in ("Completed", "Failed", "Stopped"):
+            return description
+        time.sleep(0.2)
+    raise AssertionError(f"training job {name} did not end within {timeout} s")
