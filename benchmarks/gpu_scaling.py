@@ -25,14 +25,18 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
+from benchmarks.report import BENCHMARKS_DOC, command_line, markdown_table, provenance, write_section
 
 TRAINER_MODULES = {
     "native": "benchmarks.project_trainers",
+    "native-fp32-allreduce": "benchmarks.project_trainers",
     "lightning": "benchmarks.project_trainers",
     "naive-ddp": "benchmarks.baselines.naive_ddp",
     "naive-lightning": "benchmarks.baselines.naive_lightning",
 }
+# Trainers measured against another's 1-GPU figure: gradient precision only matters with several GPUs.
+MULTI_GPU_ONLY = {"native-fp32-allreduce": "native"}
+NAIVE_TRAINERS = ("naive-ddp", "naive-lightning")
 # NVLink multicast stays off on shared machines (it can take a host's GPUs out of service).
 SAFE_NCCL_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
@@ -132,10 +136,11 @@ def analyse(results: list[dict], matmul_tflops: float | None) -> tuple[list[str]
                "peak GiB/GPU"]
     rows = []
     for r in sorted(results, key=lambda r: (r["width"], list(TRAINER_MODULES).index(r["trainer"]), r["world_size"], r["nodes"])):
-        single = by_key.get((r["trainer"], r["width"], 1, 1))
+        single = by_key.get((MULTI_GPU_ONLY.get(r["trainer"], r["trainer"]), r["width"], 1, 1))
         naive = by_key.get(("naive-ddp", r["width"], r["world_size"], r["nodes"]))
         native = by_key.get(("native", r["width"], r["world_size"], r["nodes"]))
-        efficiency = r["samples_per_second"] / (r["world_size"] * single["samples_per_second"]) if single else None
+        single_rate = single["samples_per_second"] if single else None
+        efficiency = r["samples_per_second"] / (r["world_size"] * single_rate) if single_rate else None
         mfu = (r["samples_per_second"] * r["flops_per_sample"] / r["world_size"] / (matmul_tflops * 1e12)
                if matmul_tflops else None)
         layout = Layout(r["world_size"], r["nodes"]).label
@@ -179,32 +184,52 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--trainers", default=",".join(TRAINER_MODULES))
     parser.add_argument("--widths", default="1024,4096")
     parser.add_argument("--batch-size", type=int, default=8192)
-    parser.add_argument("--warmup-steps", type=int, default=20)
-    parser.add_argument("--steps-per-window", type=int, default=25)
+    parser.add_argument("--warmup-steps", type=int, default=15)
+    parser.add_argument("--steps-per-window", type=int, default=20)
     parser.add_argument("--windows", type=int, default=5)
+    parser.add_argument("--naive-steps-per-window", type=int, default=8,
+                        help="the naive baselines run 10-100x slower: fewer steps time them as steadily")
     parser.add_argument("--processes", type=int, default=2, help="CPU smoke runs only: ranks for the multi layout")
     parser.add_argument("--raw-dir", type=Path, default=None, help="where logs and raw JSON lines go")
     parser.add_argument("--doc", type=Path, default=BENCHMARKS_DOC)
+    parser.add_argument("--render-only", action="store_true",
+                        help="run nothing: render the table, plot and doc section from --raw-dir's results")
     args = parser.parse_args(argv)
 
-    counts = [int(c) for c in args.gpu_counts.split(",")] if args.gpu_counts else sorted({1, max(gpus, args.processes if not gpus else 1)})
+    default_counts = sorted({1, gpus or args.processes})
+    counts = [int(c) for c in args.gpu_counts.split(",")] if args.gpu_counts else default_counts
     layouts = [Layout(count, 1) for count in counts]
     if args.emulated_hosts > 1:
         layouts.append(Layout(args.emulated_hosts, args.emulated_hosts))
     raw_dir = args.raw_dir or Path(tempfile.mkdtemp(prefix="gpu-scaling-"))
     raw_dir.mkdir(parents=True, exist_ok=True)
-    results_path = raw_dir / "results.jsonl"
-    results_path.unlink(missing_ok=True)
-    trainer_args = ["--widths", args.widths, "--batch-size", str(args.batch_size), "--warmup-steps",
-                    str(args.warmup_steps), "--steps-per-window", str(args.steps_per_window), "--windows",
-                    str(args.windows), "--results", str(results_path)]
+    results_path, run_path = raw_dir / "results.jsonl", raw_dir / "run.json"
+    if not args.render_only:
+        results_path.unlink(missing_ok=True)
+        # Written first, so a run cut short can still be rendered later with --render-only.
+        run_path.write_text(json.dumps({"machine": machine_description(), "command": command_line(),
+                                        "matmul_tflops": measure_bf16_matmul_tflops() if gpus else None}))
+        run_layouts(args, layouts, results_path, raw_dir)
+    run = json.loads(run_path.read_text())
+    render(args, results_path, run)
 
-    matmul_tflops = measure_bf16_matmul_tflops() if gpus else None
+
+def run_layouts(args: argparse.Namespace, layouts: list[Layout], results_path: Path, raw_dir: Path) -> None:
+    common = ["--widths", args.widths, "--batch-size", str(args.batch_size), "--windows", str(args.windows),
+              "--results", str(results_path)]
+    steps = {"project": ["--warmup-steps", str(args.warmup_steps), "--steps-per-window", str(args.steps_per_window)],
+             "naive": ["--warmup-steps", "5", "--steps-per-window", str(args.naive_steps_per_window)]}
     for trainer in args.trainers.split(","):
         for layout in layouts:
+            if trainer in MULTI_GPU_ONLY and (layout.gpus == 1 or layout.hosts > 1):
+                continue
             print(f"running {trainer} on {layout.label} ...", flush=True)
+            trainer_args = common + steps["naive" if trainer in NAIVE_TRAINERS else "project"]
             run_layout(layout, trainer, trainer_args, raw_dir)
 
+
+def render(args: argparse.Namespace, results_path: Path, run: dict) -> None:
+    matmul_tflops = run["matmul_tflops"]
     results = [json.loads(line) for line in results_path.read_text().splitlines()]
     headers, rows = analyse(results, matmul_tflops)
     table = markdown_table(headers, rows)
@@ -213,9 +238,13 @@ def main(argv: list[str] | None = None) -> None:
     plot_scaling(results, plot_path)
     rate = f"{matmul_tflops:.0f} TFLOP/s (8192^3 bf16 product, median of 20, same run)" if matmul_tflops else "n/a"
     body = (
-        f"{provenance(machine_description())}\n- bf16 matmul rate: {rate}\n"
+        f"{provenance(run['machine'], run['command'])}\n- bf16 matmul rate: {rate}\n"
         f"- Model: 7 dense layers, 136 input features, batch {args.batch_size} per GPU, synthetic data; "
-        f"{args.warmup_steps} warm-up steps, median of {args.windows} windows of {args.steps_per_window} steps\n\n"
+        f"median of {args.windows} timed windows after warm-up ({args.warmup_steps} warm-up steps and windows of "
+        f"{args.steps_per_window} steps for the project's trainers; 5 and {args.naive_steps_per_window} for the "
+        f"naive baselines, which run 10-100x slower)\n"
+        f"- native-fp32-allreduce: the native trainer with DDP's default fp32 gradient all-reduce instead of the "
+        f"project's bf16 one (an ablation, several GPUs only)\n\n"
         f"{table}\n\n![scaling]({plot_path.name})\n"
     )
     write_section("gpu-scaling", "GPU throughput and scaling", body, doc=args.doc)

@@ -23,9 +23,14 @@ def markdown_table(headers: list[str], rows: list[list[object]]) -> str:
     return "\n".join(lines)
 
 
-def provenance(machine: str | None = None) -> str:
+def command_line() -> str:
+    """The running benchmark's command, as a user types it (`python -m module ...`)."""
+    return " ".join(shlex.quote(arg) for arg in ["python", *_invocation()])
+
+
+def provenance(machine: str | None = None, command: str | None = None) -> str:
     """Command, machine and date lines that every section starts with."""
-    command = " ".join(shlex.quote(arg) for arg in ["python", *_invocation()])
+    command = command or command_line()
     today = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     machine = machine or f"{platform.processor() or platform.machine()}, {platform.system()} {platform.release()}"
     return f"- Command: `{command}`\n- Machine: {machine}\n- Date: {today}\n- Python {platform.python_version()}"
