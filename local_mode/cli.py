@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from local_mode.demo import DemoOptions, DemoResult, run_demo
+from local_mode.demo import DemoOptions, DemoResult, TriggerRefused, run_demo
 
 DISTRIBUTIONS = ("torch_distributed", "pytorchddp", "smdistributed", "none")
 ENTRY_POINTS = ("train_lightning.py", "train_ddp.py")
@@ -25,6 +25,8 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
                         help="CPU ranks per local host (GPUs per instance in the cloud)")
     parser.add_argument("--data", type=Path, default=None,
                         help="a folder of LETOR files to upload instead of generated data")
+    parser.add_argument("--work-dir", type=Path, default=defaults.work_dir,
+                        help="where runs leave their data, job folders and outputs")
     args = parser.parse_args(argv)
     for name in ("queries", "epochs", "instance_count", "processes_per_host"):
         if getattr(args, name) < 1:
@@ -33,7 +35,8 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
         parser.error(f"--data {args.data}: not a folder; give a folder holding rank.train (+ rank.train.query)")
     return DemoOptions(queries=args.queries, epochs=args.epochs, entry_point=args.entry_point,
                        distribution=args.distribution, instance_count=args.instance_count,
-                       processes_per_host=args.processes_per_host, data=args.data)
+                       processes_per_host=args.processes_per_host, data=args.data,
+                       work_dir=args.work_dir)
 
 
 def render_summary(result: DemoResult) -> str:
@@ -48,6 +51,10 @@ def render_summary(result: DemoResult) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    result = run_demo(parse_options(argv))
+    try:
+        result = run_demo(parse_options(argv))
+    except TriggerRefused as refused:
+        print(refused)
+        return 1
     print(render_summary(result))
     return 0 if result.status == "Completed" else 1

@@ -7,31 +7,44 @@ summary (job, status, duration, NDCG@10, artifact URI, plot).
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
 import tarfile
 import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from local_mode.bucket_events import object_created_event
-from local_mode.job_runner import RunnerSettings
-from local_mode.local_clients import local_account_id, local_client
-from local_mode.moto_endpoint import MotoEndpoint
+from local_mode.pipeline import LocalPipeline
 from local_mode.s3_transfer import split_s3_uri
-from local_mode.sagemaker_endpoint import LocalSageMaker
-from local_mode.stack_resources import LocalStackResources
-from local_mode.synthesized_app import PROJECT_ROOT, synthesize
-from local_mode.training_job_service import TrainingJobService
-from local_mode.trigger_invocation import invoke_trigger
+from local_mode.synthesized_app import PROJECT_ROOT
 
 DATASET_NAME = "demo-letor"
-MARKER = "manifest.json"
 PROGRESS_STEPS = ("Starting", "Downloading", "Training", "Uploading")
+
+# The trigger checks the instance type against the distribution as the cloud would (torchrun needs accelerators,
+# SMDDP its instance types, several processes per instance need several GPUs), so the demo names a type for which the
+# job could run in the cloud; locally each host runs `--processes-per-host` CPU ranks whatever the type.
+INSTANCE_TYPE_FOR_DISTRIBUTION = {
+    "none": "ml.g5.xlarge",
+    "torch_distributed": "ml.g5.12xlarge",
+    "pytorchddp": "ml.p4d.24xlarge",
+    "smdistributed": "ml.p4d.24xlarge",
+}
+
+# cdk.json's default `"loss": "listnet"` is not a value the training scripts accept (`listwise`, `pointwise`): the
+# dataset's manifest names the loss until the stack's default and the scripts agree.
+DEMO_HYPERPARAMETERS = {"loss": "listwise"}
+
+
+class TriggerRefused(RuntimeError):
+    """The trigger answered without starting a job (rejected input, ignored event)."""
 
 
 @dataclass(frozen=True)
@@ -58,31 +71,25 @@ class DemoResult:
 
 
 def run_demo(options: DemoOptions) -> DemoResult:
+    """The whole flow with a fresh local pipeline; raises TriggerRefused when the trigger starts no job."""
     run_dir = options.work_dir / time.strftime("run-%Y%m%d-%H%M%S")
-    assembly = synthesize(options.work_dir / "synth")
-    with MotoEndpoint() as moto:
-        resources = LocalStackResources(assembly, moto.url)
-        environment = resources.function_environment("JOB_NAME_PREFIX")
-        resources.publish_file_assets()
-        account = local_account_id(moto.url)
-        service = TrainingJobService(s3_endpoint_url=moto.url, account_id=account,
-                                     settings=RunnerSettings(work_dir=run_dir / "jobs",
-                                                             processes_per_host=options.processes_per_host),
-                                     on_log_line=lambda host, line: tqdm.write(f"[{host}] {line}"))
-        with LocalSageMaker(service) as sagemaker_endpoint:
-            s3 = local_client("s3", moto.url)
-            data_bucket = environment["DATA_BUCKET"]
-            marker_key = upload_dataset(s3, data_bucket, environment["DATASET_PREFIX"], options,
-                                        _dataset_folder(options, run_dir))
-            event = object_created_event(s3, bucket=data_bucket, key=marker_key, account=account)
-            result = invoke_trigger(event, account=account, function_environment=environment, s3_url=moto.url,
-                                    sns_url=moto.url, sagemaker_url=sagemaker_endpoint.url)
-            job_name = result.get("job_name")
-            if not job_name:
-                raise RuntimeError(f"the trigger started no job: {json.dumps(result)[:2000]}")
-            sagemaker = local_client("sagemaker", sagemaker_endpoint.url)
-            description = follow_job(sagemaker, job_name)
-            return summarize(description, s3, run_dir)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # Data generation and synthesis are one busy core each: on two cores they overlap.
+        dataset = pool.submit(_dataset_folder, options, run_dir)
+        with LocalPipeline(jobs_dir=run_dir / "jobs", processes_per_host=options.processes_per_host,
+                           on_log_line=lambda host, line: tqdm.write(f"[{host}] {line}")) as pipeline:
+            return run_demo_job(pipeline, options, dataset.result())
+
+
+def run_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Path) -> DemoResult:
+    """Upload `data` as a new dataset version, deliver its marker to the trigger, follow the job, summarize it."""
+    version = f"v{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
+    marker = pipeline.upload_dataset(data, dataset=DATASET_NAME, version=version, manifest=demo_manifest(options))
+    result = pipeline.deliver(marker)
+    if result.get("status") != "started":
+        raise TriggerRefused(f"the trigger started no job: {json.dumps(result)[:2000]}")
+    description = follow_job(pipeline, result["job_name"])
+    return summarize(description, pipeline.s3, options.work_dir)
 
 
 def _dataset_folder(options: DemoOptions, run_dir: Path) -> Path:
@@ -94,44 +101,38 @@ def _dataset_folder(options: DemoOptions, run_dir: Path) -> Path:
     return folder
 
 
-def upload_dataset(s3: Any, bucket: str, prefix: str, options: DemoOptions, folder: Path) -> str:
-    """Upload the files as the `train` channel of a new version, then the marker; returns the marker's key."""
-    version_root = f"{prefix}{DATASET_NAME}/{time.strftime('v%Y%m%d-%H%M%S')}/"
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            s3.upload_file(str(path), bucket, f"{version_root}train/{path.relative_to(folder).as_posix()}")
-    manifest = {"training": {"entry_point": options.entry_point, "distribution": options.distribution,
-                             "instance_count": options.instance_count,
-                             "hyperparameters": {"epochs": options.epochs}}}
-    s3.put_object(Bucket=bucket, Key=version_root + MARKER, Body=json.dumps(manifest).encode())
-    return version_root + MARKER
+def demo_manifest(options: DemoOptions) -> dict[str, Any]:
+    """The dataset's manifest.json: its `training` object overrides the stack's defaults for this version's job."""
+    return {"training": {"entry_point": options.entry_point, "distribution": options.distribution,
+                         "instance_type": INSTANCE_TYPE_FOR_DISTRIBUTION[options.distribution],
+                         "instance_count": options.instance_count,
+                         "hyperparameters": {"epochs": options.epochs, **DEMO_HYPERPARAMETERS}}}
 
 
-def follow_job(sagemaker: Any, job_name: str) -> dict[str, Any]:
-    """Poll DescribeTrainingJob with a progress bar over the secondary statuses, until the job ends."""
+def follow_job(pipeline: LocalPipeline, job_name: str) -> dict[str, Any]:
+    """Wait for the job with a progress bar over the secondary statuses."""
     with tqdm(total=len(PROGRESS_STEPS), desc=job_name, unit="step", leave=True) as bar:
-        while True:
-            description = sagemaker.describe_training_job(TrainingJobName=job_name)
+        def show(description: dict[str, Any]) -> None:
             status = description["SecondaryStatus"]
             done = PROGRESS_STEPS.index(status) if status in PROGRESS_STEPS else len(PROGRESS_STEPS)
             bar.set_postfix_str(status)
             bar.update(done - bar.n)
-            if description["TrainingJobStatus"] in ("Completed", "Failed", "Stopped"):
-                return description
-            time.sleep(0.5)
+
+        return pipeline.wait(job_name, on_description=show)
 
 
-def summarize(description: dict[str, Any], s3: Any, run_dir: Path) -> DemoResult:
+def summarize(description: dict[str, Any], s3: Any, work_dir: Path) -> DemoResult:
+    """The summary; the job's output.tar.gz (plots) is unpacked under `work_dir/outputs/<job>/`."""
     metrics = {metric["MetricName"]: metric["Value"] for metric in description.get("FinalMetricDataList", [])}
     artifact = description["ModelArtifacts"]["S3ModelArtifacts"]
     plots: list[Path] = []
     if artifact:
-        bucket, key = split_s3_uri(artifact.replace("model.tar.gz", "output.tar.gz"))
-        archive = run_dir / "output.tar.gz"
-        s3.download_file(bucket, key, str(archive))
-        with tarfile.open(archive) as tar:
-            tar.extractall(run_dir / "output", filter="data")
-        plots = sorted((run_dir / "output").rglob("*.png"))
+        output = work_dir / "outputs" / description["TrainingJobName"]
+        bucket, key = split_s3_uri(artifact.removesuffix("model.tar.gz") + "output.tar.gz")
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        with tarfile.open(fileobj=io.BytesIO(body)) as tar:
+            tar.extractall(output, filter="data")
+        plots = sorted(output.rglob("*.png"))
     end = description.get("TrainingEndTime") or description["LastModifiedTime"]
     return DemoResult(job_name=description["TrainingJobName"], status=description["TrainingJobStatus"],
                       duration_seconds=(end - description["CreationTime"]).total_seconds(),

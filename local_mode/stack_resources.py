@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from local_mode.local_clients import LOCAL_REGION, local_account_id, local_client
 
 PSEUDO_PARAMETERS = {"AWS::Region": LOCAL_REGION, "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com"}
+
+
+@dataclass(frozen=True)
+class LambdaFunction:
+    """What the Lambda service needs to run a function of the template: its deployed code and configuration."""
+
+    code_dir: Path  # the staged asset folder `cdk deploy` zips and uploads
+    handler: str  # `module.function`
+    environment: dict[str, str]  # resolved to the local resources
 
 
 class LocalStackResources:
@@ -29,15 +39,29 @@ class LocalStackResources:
                          for output in template.get("Outputs", {}).values() if "Export" in output}
         self._physical: dict[tuple[str, str], str] = {}
 
-    def function_environment(self, marker_variable: str) -> dict[str, str]:
-        """The resolved environment of the one Lambda function whose environment holds `marker_variable`."""
+    def lambda_function(self, marker_variable: str) -> LambdaFunction:
+        """The one Lambda function whose environment holds `marker_variable`, resolved to local resources."""
         for stack, template in self._templates.items():
             for resource in template["Resources"].values():
-                variables = resource.get("Properties", {}).get("Environment", {}).get("Variables", {})
+                properties = resource.get("Properties", {})
+                variables = properties.get("Environment", {}).get("Variables", {})
                 if resource["Type"] == "AWS::Lambda::Function" and marker_variable in variables:
-                    return {name: self.resolve(stack, value) for name, value in variables.items()}
+                    return LambdaFunction(
+                        code_dir=self._asset_folder(self.resolve(stack, properties["Code"]["S3Key"])),
+                        handler=properties["Handler"],
+                        environment={name: self.resolve(stack, value) for name, value in variables.items()})
         raise LookupError(f"no Lambda function in {self._assembly} has {marker_variable} in its environment: "
                           "is the trigger function still in the stacks?")
+
+    def _asset_folder(self, object_key: str) -> Path:
+        """The staged folder of the `zip` asset published under `object_key`."""
+        for manifest in sorted(self._assembly.glob("*.assets.json")):
+            for asset in json.loads(manifest.read_text()).get("files", {}).values():
+                keys = {destination["objectKey"] for destination in asset["destinations"].values()}
+                if asset["source"].get("packaging") == "zip" and object_key in keys:
+                    return self._assembly / asset["source"]["path"]
+        raise LookupError(f"no zip asset in {self._assembly} is published as {object_key!r}: the function's "
+                          "Code.S3Key must name a folder asset of the assembly")
 
     def publish_file_assets(self) -> None:
         """Upload every `file` asset to its (local) bootstrap bucket and key, as `cdk deploy` publishes them."""

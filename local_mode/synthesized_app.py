@@ -2,7 +2,9 @@
 
 Local mode runs the app command from cdk.json with the CLI's two inputs (CDK_OUTDIR, CDK_CONTEXT_JSON from
 cdk.json's context); the assembly is reused while app.py, cdk.json, stacks/, lambda/ and training_code/ are
-unchanged, since synthesis (with its Lambda and source bundles) is the slowest step of a demo.
+unchanged, since synthesis (with its Lambda and source bundles) is the slowest step of a demo. Assemblies are kept
+under a folder named by that source fingerprint and appear there complete (synthesized aside, then renamed), so
+the demo and test sessions running at the same time share them safely.
 """
 
 from __future__ import annotations
@@ -13,10 +15,13 @@ import os
 import shlex
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 APP_INPUTS = ("app.py", "cdk.json", "stacks", "lambda", "training_code")
+SYNTH_CACHE = PROJECT_ROOT / "local-runs" / "synth"
+_FINGERPRINT_LENGTH = 16
 
 
 def _source_fingerprint() -> str:
@@ -31,22 +36,33 @@ def _source_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def synthesize(cache_dir: Path) -> Path:
+def synthesize(cache_dir: Path = SYNTH_CACHE) -> Path:
     """The cloud assembly folder (templates, assets.json, asset files), synthesized now or reused."""
-    fingerprint = _source_fingerprint()
-    assembly = cache_dir / "cdk.out"
-    stamp = cache_dir / "source.sha256"
-    if stamp.is_file() and stamp.read_text() == fingerprint and (assembly / "manifest.json").is_file():
+    fingerprint = _source_fingerprint()[:_FINGERPRINT_LENGTH]
+    assembly = cache_dir / fingerprint
+    if (assembly / "manifest.json").is_file():
         return assembly
-    shutil.rmtree(assembly, ignore_errors=True)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{fingerprint}-", dir=cache_dir))
     cdk_json = json.loads((PROJECT_ROOT / "cdk.json").read_text())
-    env = {**os.environ, "CDK_OUTDIR": str(assembly), "CDK_CONTEXT_JSON": json.dumps(cdk_json.get("context", {})),
+    env = {**os.environ, "CDK_OUTDIR": str(scratch), "CDK_CONTEXT_JSON": json.dumps(cdk_json.get("context", {})),
            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "1"}
     completed = subprocess.run(shlex.split(cdk_json["app"]), cwd=PROJECT_ROOT, env=env, capture_output=True,
                                text=True)
     if completed.returncode != 0:
+        shutil.rmtree(scratch, ignore_errors=True)
         raise RuntimeError(f"synthesizing the CDK app ({cdk_json['app']}) failed with exit code "
                            f"{completed.returncode}:\n{completed.stderr[-3000:]}\nfix the app, then run again")
-    stamp.parent.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(fingerprint)
+    try:
+        scratch.rename(assembly)
+    except OSError:  # another process synthesized the same sources first: theirs is as good
+        shutil.rmtree(scratch, ignore_errors=True)
+    _remove_stale_assemblies(cache_dir, keep=assembly)
     return assembly
+
+
+def _remove_stale_assemblies(cache_dir: Path, keep: Path) -> None:
+    """Assemblies of sources that have changed since (synthesis is tens of megabytes each time)."""
+    for folder in cache_dir.iterdir():
+        if folder != keep and folder.is_dir() and len(folder.name) == _FINGERPRINT_LENGTH:
+            shutil.rmtree(folder, ignore_errors=True)

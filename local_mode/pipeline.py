@@ -1,0 +1,123 @@
+"""The deployed pipeline, on this machine: the synthesized stacks' resources on moto's server, the trigger function
+as the template configures it, and local SageMaker, all on 127.0.0.1.
+
+    with LocalPipeline(jobs_dir=Path("local-runs/jobs")) as pipeline:
+        marker = pipeline.upload_dataset(folder, dataset="web", version="v1", manifest={"training": {...}})
+        result = pipeline.deliver(marker)  # {"status": "started", "job_name": ...}
+        description = pipeline.wait(result["job_name"])
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from local_mode.bucket_events import object_created_event
+from local_mode.job_runner import RunnerSettings
+from local_mode.local_clients import local_account_id, local_client
+from local_mode.moto_endpoint import MotoEndpoint
+from local_mode.process_group import LogSink
+from local_mode.sagemaker_endpoint import LocalSageMaker
+from local_mode.stack_resources import LambdaFunction, LocalStackResources
+from local_mode.synthesized_app import synthesize
+from local_mode.training_job import TERMINAL_STATUSES
+from local_mode.training_job_service import TrainingJobService
+from local_mode.trigger_invocation import invoke_trigger
+
+# The one environment variable that tells the trigger function apart from the stacks' other functions.
+TRIGGER_MARKER_VARIABLE = "JOB_NAME_PREFIX"
+POLL_SECONDS = 0.5
+
+
+def _ignore_log_line(host: str, line: str) -> None:
+    """Each host's training.log keeps every line already."""
+
+
+class LocalPipeline:
+    """Context manager; the attributes below are set once entered."""
+
+    def __init__(self, *, jobs_dir: Path, processes_per_host: int = 1, stop_grace_seconds: float = 30.0,
+                 on_log_line: LogSink = _ignore_log_line) -> None:
+        self._settings = RunnerSettings(work_dir=jobs_dir, processes_per_host=processes_per_host,
+                                        stop_grace_seconds=stop_grace_seconds)
+        self._on_log_line = on_log_line
+        self._moto = MotoEndpoint()
+        self._sagemaker_endpoint: LocalSageMaker | None = None
+        self.account = ""
+        self.trigger: LambdaFunction | None = None
+        self.s3: Any = None
+        self.sagemaker: Any = None
+
+    def __enter__(self) -> "LocalPipeline":
+        assembly = synthesize()
+        self._moto.start()
+        try:
+            resources = LocalStackResources(assembly, self._moto.url)
+            self.trigger = resources.lambda_function(TRIGGER_MARKER_VARIABLE)
+            resources.publish_file_assets()
+            self.account = local_account_id(self._moto.url)
+            service = TrainingJobService(s3_endpoint_url=self._moto.url, account_id=self.account,
+                                         settings=self._settings, on_log_line=self._on_log_line)
+            self._sagemaker_endpoint = LocalSageMaker(service).start()
+        except BaseException:
+            self._moto.stop()
+            raise
+        self.s3 = local_client("s3", self._moto.url)
+        self.sagemaker = local_client("sagemaker", self._sagemaker_endpoint.url)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._sagemaker_endpoint:
+            self._sagemaker_endpoint.stop()
+        self._moto.stop()
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """The trigger function's environment as the stack sets it, resolved to the local resources."""
+        assert self.trigger, "enter the LocalPipeline first"
+        return self.trigger.environment
+
+    def upload_dataset(self, folder: Path, *, dataset: str, version: str, manifest: dict[str, Any],
+                       channel: str = "train") -> str:
+        """Upload `folder`'s files as `channel` of the dataset version, then its manifest.json marker (last, as a
+        producer closes a version); returns the marker's key."""
+        bucket, version_root = self.environment["DATA_BUCKET"], self.version_root(dataset, version)
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                self.s3.upload_file(str(path), bucket, f"{version_root}{channel}/{path.relative_to(folder).as_posix()}")
+        return self.upload_marker(dataset=dataset, version=version, body=json.dumps(manifest).encode())
+
+    def upload_marker(self, *, dataset: str, version: str, body: bytes, name: str = "manifest.json") -> str:
+        key = self.version_root(dataset, version) + name
+        self.s3.put_object(Bucket=self.environment["DATA_BUCKET"], Key=key, Body=body)
+        return key
+
+    def version_root(self, dataset: str, version: str) -> str:
+        return f"{self.environment['DATASET_PREFIX']}{dataset}/{version}/"
+
+    def deliver(self, marker_key: str) -> dict[str, Any]:
+        """EventBridge delivers the marker's `Object Created` event to the trigger; returns the handler's result."""
+        assert self.trigger and self._sagemaker_endpoint, "enter the LocalPipeline first"
+        event = object_created_event(self.s3, bucket=self.environment["DATA_BUCKET"], key=marker_key,
+                                     account=self.account)
+        return invoke_trigger(event, account=self.account, function_environment=self.trigger.environment,
+                              s3_url=self._moto.url, sns_url=self._moto.url, sagemaker_url=self._sagemaker_endpoint.url,
+                              code_dir=self.trigger.code_dir, handler=self.trigger.handler)
+
+    def wait(self, job_name: str, *, timeout: float = 600,
+             on_description: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        """Poll DescribeTrainingJob as a client does until the job ends; `on_description` sees every answer."""
+        deadline = time.monotonic() + timeout
+        while True:
+            description = self.sagemaker.describe_training_job(TrainingJobName=job_name)
+            if on_description:
+                on_description(description)
+            if description["TrainingJobStatus"] in TERMINAL_STATUSES:
+                return description
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"training job {job_name} still {description['SecondaryStatus']} after "
+                                   f"{timeout:.0f} s: stop it, or wait with a larger timeout")
+            time.sleep(POLL_SECONDS)
