@@ -226,7 +226,7 @@ def test_data_objects_are_ignored_without_any_call(sagemaker_stub):
 
 
 def _readme_payloads() -> list[dict]:
-    readme = (Path(__file__).resolve().parents[3] / "docs" / "readme-parts" / "trigger.md").read_text()
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
     # The README's <data-bucket> placeholder is what a reader replaces; as written it is no bucket name.
     readme = readme.replace("<data-bucket>", DATA_BUCKET)
     return [json.loads(match) for match in re.findall(r"--payload '(.*?)'", readme, flags=re.DOTALL)]
