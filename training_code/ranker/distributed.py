@@ -110,8 +110,22 @@ def init_process_group(topology: Topology, backend: str, device: torch.device) -
         dist.init_process_group(backend="smddp")
         return
     export_torch_environment(topology)
-    dist.init_process_group(backend=backend, init_method="env://", rank=topology.rank,
-                            world_size=topology.world_size, device_id=device if device.type == "cuda" else None)
+    store = restart_scoped_store(topology, os.environ)
+    dist.init_process_group(backend=backend, init_method=None if store else "env://", store=store,
+                            rank=topology.rank, world_size=topology.world_size,
+                            device_id=device if device.type == "cuda" else None)
+
+
+def restart_scoped_store(topology: Topology, env: Mapping[str, str]) -> dist.Store | None:
+    """torchrun's static rendezvous (the toolkit's `--master_addr algo-1 --master_port 7777`) keeps one store for
+    every restart, so after a rank dies the restarted ranks can read the addresses the dead attempt published and
+    dial a closed port (gloo: "connectFullMesh failed ... Connection refused"). Keys under the restart count are
+    this attempt's only. None outside torchrun: `env://` then does the usual."""
+    if env.get("TORCHELASTIC_USE_AGENT_STORE") != "True" or "TORCHELASTIC_RESTART_COUNT" not in env:
+        return None
+    store = dist.TCPStore(topology.master_addr, topology.master_port, topology.world_size, is_master=False,
+                          timeout=dist.default_pg_timeout)
+    return dist.PrefixStore(f"restart-{env['TORCHELASTIC_RESTART_COUNT']}", store)
 
 
 def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
