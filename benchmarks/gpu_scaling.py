@@ -29,13 +29,13 @@ from benchmarks.report import BENCHMARKS_DOC, command_line, markdown_table, prov
 
 TRAINER_MODULES = {
     "native": "benchmarks.project_trainers",
-    "native-fp32-allreduce": "benchmarks.project_trainers",
+    "native-bf16-allreduce": "benchmarks.project_trainers",
     "lightning": "benchmarks.project_trainers",
     "naive-ddp": "benchmarks.baselines.naive_ddp",
     "naive-lightning": "benchmarks.baselines.naive_lightning",
 }
 # Trainers measured against another's 1-GPU figure: gradient precision only matters with several GPUs.
-MULTI_GPU_ONLY = {"native-fp32-allreduce": "native"}
+MULTI_GPU_ONLY = {"native-bf16-allreduce": "native"}
 NAIVE_TRAINERS = ("naive-ddp", "naive-lightning")
 # NVLink multicast stays off on shared machines (it can take a host's GPUs out of service).
 SAFE_NCCL_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -169,7 +169,10 @@ def plot_scaling(results: list[dict], path: Path) -> None:
                             if r["trainer"] == trainer and r["width"] == width and r["nodes"] == 1)
             if points:
                 axis.plot(*zip(*points), marker="o", label=trainer)
+        counts = sorted({r["world_size"] for r in results})
         axis.set(title=f"width {width}", xlabel="GPUs", ylabel="samples/s", xscale="log", yscale="log")
+        axis.set_xticks(counts, [str(count) for count in counts])
+        axis.minorticks_off()
         axis.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=120)
@@ -243,8 +246,8 @@ def render(args: argparse.Namespace, results_path: Path, run: dict) -> None:
         f"median of {args.windows} timed windows after warm-up ({args.warmup_steps} warm-up steps and windows of "
         f"{args.steps_per_window} steps for the project's trainers; 5 and {args.naive_steps_per_window} for the "
         f"naive baselines, which run 10-100x slower)\n"
-        f"- native-fp32-allreduce: the native trainer with DDP's default fp32 gradient all-reduce instead of the "
-        f"project's bf16 one (an ablation, several GPUs only)\n\n"
+        f"- native-bf16-allreduce: the native trainer with bf16-compressed gradient all-reduce instead of DDP's "
+        f"fp32 one (an ablation, several GPUs only)\n\n"
         f"{table}\n\n![scaling]({plot_path.name})\n"
     )
     write_section("gpu-scaling", "GPU throughput and scaling", body, doc=args.doc)

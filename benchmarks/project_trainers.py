@@ -50,15 +50,15 @@ def main() -> None:
     for width in args.widths:
         windows = StepWindows(args.warmup_steps, args.steps_per_window, args.windows, device)
         model = ModelConfig(num_features=args.features, width=width, norm="none", dropout=0.0)
-        # The fp32 variant is the ablation of the bf16 gradient all-reduce (the default on GPU).
-        allreduce_dtype = "fp32" if trainer_name == "native-fp32-allreduce" else "bf16"
+        # The bf16 variant is the ablation of gradient compression (fp32, DDP's own path, is the default).
+        allreduce_dtype = "bf16" if trainer_name == "native-bf16-allreduce" else "fp32"
         train = TrainConfig(batch_size=args.batch_size // DOCS_PER_QUERY, log_every=10**9, checkpoint_every=0,
                             allreduce_dtype=allreduce_dtype)
         # One epoch covers the whole run, so the Lightning loop's end-of-epoch validation stays out of the timing.
         session = synthetic_session(model, train, topology, device, docs_per_query=DOCS_PER_QUERY,
                                     batches_of_data=windows.total_steps + 1,
                                     work_dir=Path(tempfile.mkdtemp(prefix="bench-")))
-        if trainer_name in ("native", "native-fp32-allreduce"):
+        if trainer_name in ("native", "native-bf16-allreduce"):
             NativeHarness.build(session).run(windows.total_steps, on_step=windows.step_done)
         elif trainer_name == "lightning":
             module = RankingModule(session, session.training_batches(), windows.total_steps)
@@ -66,7 +66,7 @@ def main() -> None:
             trainer.callbacks.append(WindowTimer(windows))
             trainer.fit(module)
         else:
-            raise SystemExit(f"--trainer: {trainer_name!r} is not one of native, native-fp32-allreduce, lightning")
+            raise SystemExit(f"--trainer: {trainer_name!r} is not one of native, native-bf16-allreduce, lightning")
         result = summarise(trainer_name, width, args.features, args.batch_size, windows)
         if topology.is_main:
             append_result(args.results, result)

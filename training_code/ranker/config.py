@@ -76,9 +76,10 @@ class TrainConfig:
     precision: str = "bf16"
     """Training arithmetic on GPU: `bf16` autocast (tensor cores, no loss scaling) or `fp32` (for checking
     numerics). CPU runs always use float32."""
-    allreduce_dtype: str = "bf16"
-    """Gradient all-reduce precision on GPU with several processes: `bf16` halves the bytes DDP sends (the gradients
-    come out of bf16 matmuls under autocast anyway) or `fp32`. CPU runs always reduce in float32."""
+    allreduce_dtype: str = "fp32"
+    """Gradient all-reduce precision on GPU with several processes: `fp32` (DDP's own path) or `bf16`, which halves
+    the bytes sent but adds cast kernels: slower over NVLink on 2 H200s (docs/benchmarks.md), worth trying where the
+    network between hosts is the bottleneck. CPU runs always reduce in float32."""
     log_every: int = 10
     """Steps between metric lines; the loss is read from the device only then."""
     checkpoint_every: int = 200
