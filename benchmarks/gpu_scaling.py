@@ -48,7 +48,8 @@ class Layout:
 
     @property
     def label(self) -> str:
-        return f"{self.gpus} GPU" + ("s" if self.gpus > 1 else "") + (f" as {self.hosts} hosts" if self.hosts > 1 else "")
+        gpus = f"{self.gpus} GPU" + ("s" if self.gpus > 1 else "")
+        return gpus + (f" as {self.hosts} hosts" if self.hosts > 1 else "")
 
 
 def free_port() -> int:
@@ -57,16 +58,16 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def launch_commands(layout: Layout, trainer: str, trainer_args: list[str]) -> Iterator[tuple[list[str], dict[str, str]]]:
+def launch_commands(layout: Layout, trainer: str,
+                    trainer_args: list[str]) -> Iterator[tuple[list[str], dict[str, str]]]:
     """torchrun command lines (one per emulated host) and the extra environment of each."""
     module = TRAINER_MODULES[trainer]
     extra = ["--trainer", trainer] if module == "benchmarks.project_trainers" else []
     tail = ["-m", module, *extra, *trainer_args]
     if layout.hosts == 1:
         devices = ",".join(str(index) for index in range(layout.gpus))
-        yield [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={layout.gpus}", *tail], {
-            "CUDA_VISIBLE_DEVICES": devices
-        }
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={layout.gpus}"]
+        yield [*command, *tail], {"CUDA_VISIBLE_DEVICES": devices}
         return
     port = free_port()
     per_host = layout.gpus // layout.hosts
@@ -135,7 +136,10 @@ def analyse(results: list[dict], matmul_tflops: float | None) -> tuple[list[str]
     headers = ["trainer", "width", "layout", "samples/s", "x naive DDP", "scaling eff.", "MFU", "vs native",
                "peak GiB/GPU"]
     rows = []
-    for r in sorted(results, key=lambda r: (r["width"], list(TRAINER_MODULES).index(r["trainer"]), r["world_size"], r["nodes"])):
+    def order(r: dict) -> tuple:
+        return r["width"], list(TRAINER_MODULES).index(r["trainer"]), r["world_size"], r["nodes"]
+
+    for r in sorted(results, key=order):
         single = by_key.get((MULTI_GPU_ONLY.get(r["trainer"], r["trainer"]), r["width"], 1, 1))
         naive = by_key.get(("naive-ddp", r["width"], r["world_size"], r["nodes"]))
         native = by_key.get(("native", r["width"], r["world_size"], r["nodes"]))
@@ -149,7 +153,8 @@ def analyse(results: list[dict], matmul_tflops: float | None) -> tuple[list[str]
             f"{r['samples_per_second'] / naive['samples_per_second']:.1f}x" if naive else "-",
             f"{efficiency:.1%}" if efficiency else "-",
             f"{mfu:.1%}" if mfu else "-",
-            f"{r['samples_per_second'] / native['samples_per_second'] - 1:+.1%}" if native and r["trainer"] != "native" else "-",
+            (f"{r['samples_per_second'] / native['samples_per_second'] - 1:+.1%}"
+             if native and r["trainer"] != "native" else "-"),
             f"{r['peak_memory_gib']:.1f}",
         ])
     return headers, rows

@@ -80,7 +80,8 @@ class BenchmarkResult:
     flops_per_sample: int
 
 
-def summarise(trainer: str, width: int, input_features: int, batch_per_rank: int, windows: StepWindows) -> BenchmarkResult:
+def summarise(trainer: str, width: int, input_features: int, batch_per_rank: int,
+              windows: StepWindows) -> BenchmarkResult:
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     nodes = int(os.environ.get("GROUP_WORLD_SIZE", os.environ.get("BENCH_NODES", "1")))
     rates = [batch_per_rank * world_size * windows.steps_per_window / s for s in windows.window_seconds]
