@@ -3,7 +3,6 @@ kill or stop one of them the way a failing host or a spot interruption does."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
