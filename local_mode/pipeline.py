@@ -40,11 +40,13 @@ class LocalPipeline:
     """Context manager; the attributes below are set once entered."""
 
     def __init__(self, *, jobs_dir: Path, processes_per_host: int = 1, stop_grace_seconds: float = 30.0,
-                 on_log_line: LogSink = _ignore_log_line) -> None:
+                 on_log_line: LogSink = _ignore_log_line, moto: MotoEndpoint | None = None) -> None:
+        """`moto`: a server already running (the caller stops it); by default the pipeline runs its own."""
         self._settings = RunnerSettings(work_dir=jobs_dir, processes_per_host=processes_per_host,
                                         stop_grace_seconds=stop_grace_seconds)
         self._on_log_line = on_log_line
-        self._moto = MotoEndpoint()
+        self._owns_moto = moto is None
+        self._moto = moto or MotoEndpoint()
         self._sagemaker_endpoint: LocalSageMaker | None = None
         self.account = ""
         self.trigger: LambdaFunction | None = None
@@ -53,7 +55,8 @@ class LocalPipeline:
 
     def __enter__(self) -> "LocalPipeline":
         assembly = synthesize()
-        self._moto.start()
+        if self._owns_moto:
+            self._moto.start()
         try:
             resources = LocalStackResources(assembly, self._moto.url)
             self.trigger = resources.lambda_function(TRIGGER_MARKER_VARIABLE)
@@ -63,7 +66,7 @@ class LocalPipeline:
                                          settings=self._settings, on_log_line=self._on_log_line)
             self._sagemaker_endpoint = LocalSageMaker(service).start()
         except BaseException:
-            self._moto.stop()
+            self._stop_moto()
             raise
         self.s3 = local_client("s3", self._moto.url)
         self.sagemaker = local_client("sagemaker", self._sagemaker_endpoint.url)
@@ -72,7 +75,16 @@ class LocalPipeline:
     def __exit__(self, *exc_info: object) -> None:
         if self._sagemaker_endpoint:
             self._sagemaker_endpoint.stop()
-        self._moto.stop()
+        self._stop_moto()
+
+    def _stop_moto(self) -> None:
+        if self._owns_moto:
+            self._moto.stop()
+
+    @property
+    def jobs_dir(self) -> Path:
+        """Each job's local hosts live in `<jobs_dir>/<job name>/algo-N/` (their /opt/ml)."""
+        return self._settings.work_dir
 
     @property
     def environment(self) -> dict[str, str]:

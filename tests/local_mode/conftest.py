@@ -1,9 +1,12 @@
 """Local AWS for the local-mode tests: moto's S3 on a free port, a local SageMaker per test, and the fixture
-entry points in scripts/ uploaded as a sourcedir.tar.gz, as the stack uploads training_code/."""
+entry points in scripts/ uploaded as a sourcedir.tar.gz, as the stack uploads training_code/; for the demo tests,
+one LocalPipeline (the synthesized app's resources on the same moto server) and one small LETOR dataset."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +18,7 @@ from local_mode.artifacts import tar_folder_contents
 from local_mode.job_runner import RunnerSettings
 from local_mode.local_clients import local_account_id, local_client
 from local_mode.moto_endpoint import MotoEndpoint
+from local_mode.pipeline import LocalPipeline
 from local_mode.sagemaker_endpoint import LocalSageMaker
 from local_mode.training_job_service import TrainingJobService
 from ranker.log_format import metric_definitions
@@ -25,6 +29,8 @@ ARTIFACTS_BUCKET = "local-mode-test-artifacts"
 SOURCE_BUNDLE_URI = f"s3://{ARTIFACTS_BUCKET}/code/sourcedir.tar.gz"
 TRAIN_URI = f"s3://{DATA_BUCKET}/datasets/toy/v1/train/"
 TERMINAL = ("Completed", "Failed", "Stopped")
+TRAINING_CODE = Path(__file__).resolve().parents[2] / "training_code"
+DEMO_QUERIES = 64
 
 
 @pytest.fixture(scope="session")
@@ -105,3 +111,19 @@ def wait_for_end(sagemaker: Any) -> Callable[[str], dict[str, Any]]:
         raise AssertionError(f"training job {name} did not end within {timeout} s")
 
     return wait
+
+
+@pytest.fixture(scope="session")
+def letor_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small synthetic LETOR folder (rank.train + rank.train.query), written as the demo writes it."""
+    folder = tmp_path_factory.mktemp("letor")
+    subprocess.run([sys.executable, "-m", "ranker.synthetic", "--output", str(folder), "--queries",
+                    str(DEMO_QUERIES)], cwd=TRAINING_CODE, check=True, capture_output=True)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def demo_pipeline(moto: MotoEndpoint, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalPipeline]:
+    """The synthesized stacks on the session's moto server, the trigger and local SageMaker; one rank per host."""
+    with LocalPipeline(jobs_dir=tmp_path_factory.mktemp("demo-jobs"), stop_grace_seconds=10, moto=moto) as pipeline:
+        yield pipeline

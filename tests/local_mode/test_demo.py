@@ -1,0 +1,167 @@
+"""The demo end to end at small size: a dataset version lands in the stack's bucket, its marker event reaches the
+trigger (run from the synthesized asset with the template's environment), and local SageMaker trains the real
+entry points in each distribution mode. The artifact is the model the service would hand to a user."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import ndcg_score
+
+from local_mode.cli import main
+from local_mode.demo import DemoOptions, DemoResult, demo_manifest, run_demo_job
+from local_mode.pipeline import LocalPipeline
+from local_mode.s3_transfer import list_keys, split_s3_uri
+from ranker.export import load_scorer
+from ranker.synthetic import generate
+
+pytestmark = pytest.mark.slow
+
+EPOCHS = 2
+
+
+def small_demo(tmp_path: Path, **options: Any) -> DemoOptions:
+    return DemoOptions(**{"queries": 64, "epochs": EPOCHS, "work_dir": tmp_path, **options})
+
+
+@pytest.fixture(scope="module")
+def completed_job(demo_pipeline: LocalPipeline, letor_data: Path,
+                  tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
+    """One single-process job (distribution none, the native DDP script), shared by the tests that read its result."""
+    options = small_demo(tmp_path_factory.mktemp("none"), distribution="none", entry_point="train_ddp.py")
+    return run_demo_job(demo_pipeline, options, letor_data)
+
+
+def assert_completed_demo(result: DemoResult, pipeline: LocalPipeline) -> None:
+    assert result.status == "Completed", result.failure_reason
+    assert result.job_name.startswith(pipeline.environment["JOB_NAME_PREFIX"] + "-")
+    assert result.model_artifact == (f"{pipeline.environment['OUTPUT_S3_URI']}{result.job_name}/output/model.tar.gz")
+    assert result.ndcg_at_10 is not None and 0 < result.ndcg_at_10 <= 1
+    assert result.plots and all(plot.read_bytes().startswith(b"\x89PNG") for plot in result.plots)
+
+
+def test_a_single_process_demo_job_completes(completed_job, demo_pipeline):
+    # Given a dataset version whose manifest asks for distribution none (fixture)
+    # Then the trigger's job completed with NDCG@10, the model in the stack's artifacts bucket and the plots
+    assert_completed_demo(completed_job, demo_pipeline)
+    description = demo_pipeline.sagemaker.describe_training_job(TrainingJobName=completed_job.job_name)
+    assert not any(name.endswith("_enabled") for name in description["HyperParameters"])
+
+
+@pytest.mark.parametrize(("distribution", "entry_point", "instance_count", "launch_flag"), [
+    ("pytorchddp", "train_ddp.py", 2, "sagemaker_distributed_dataparallel_enabled"),
+    ("smdistributed", "train_lightning.py", 1, "sagemaker_distributed_dataparallel_enabled"),
+    ("torch_distributed", "train_lightning.py", 2, "sagemaker_torch_distributed_enabled"),
+])
+def test_each_distribution_mode_trains_the_demo(distribution, entry_point, instance_count, launch_flag,
+                                                demo_pipeline, letor_data, tmp_path):
+    # Given the demo's dataset with a manifest asking for this distribution and instance count
+    options = small_demo(tmp_path, distribution=distribution, entry_point=entry_point, instance_count=instance_count)
+
+    # When it is uploaded, its marker delivered and the job followed to its end
+    result = run_demo_job(demo_pipeline, options, letor_data)
+
+    # Then the job completed, launched as the toolkit launches that mode, on that many local hosts
+    assert_completed_demo(result, demo_pipeline)
+    description = demo_pipeline.sagemaker.describe_training_job(TrainingJobName=result.job_name)
+    assert description["HyperParameters"][launch_flag] == "true"
+    assert description["ResourceConfig"]["InstanceCount"] == instance_count
+    job_dir = demo_pipeline.jobs_dir / result.job_name
+    assert sorted(path.parent.name for path in job_dir.glob("algo-*/training.log")) == [
+        f"algo-{index}" for index in range(1, instance_count + 1)]
+
+
+def test_a_duplicate_marker_upload_starts_no_second_job(completed_job, demo_pipeline):
+    # Given the completed job's dataset version, whose producer uploads the same manifest.json again
+    description = demo_pipeline.sagemaker.describe_training_job(TrainingJobName=completed_job.job_name)
+    channel_uri = description["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri"]
+    version_root = split_s3_uri(channel_uri)[1].removesuffix("train/")
+    marker_key = version_root + "manifest.json"
+    bucket = demo_pipeline.environment["DATA_BUCKET"]
+    body = demo_pipeline.s3.get_object(Bucket=bucket, Key=marker_key)["Body"].read()
+    demo_pipeline.s3.put_object(Bucket=bucket, Key=marker_key, Body=body)
+
+    # When the new upload's event reaches the trigger
+    result = demo_pipeline.deliver(marker_key)
+
+    # Then the trigger reports a duplicate of the same job, and SageMaker holds that one job only
+    assert result == {"status": "duplicate", "job_name": completed_job.job_name}
+    summaries = demo_pipeline.sagemaker.list_training_jobs(NameContains=completed_job.job_name)
+    assert [summary["TrainingJobName"] for summary in summaries["TrainingJobSummaries"]] == [completed_job.job_name]
+
+
+def test_the_model_artifact_loads_and_ranks_better_than_chance(completed_job, demo_pipeline, tmp_path):
+    # Given the completed job's model.tar.gz, unpacked as a user would
+    bucket, key = split_s3_uri(completed_job.model_artifact)
+    archive = demo_pipeline.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(tmp_path, filter="data")
+
+    # When the public loader scores queries the model never saw
+    scorer = load_scorer(tmp_path)
+    held_out = generate(32, seed=987)
+    with torch.no_grad():
+        scores = scorer(torch.from_numpy(held_out.features.astype(np.float32))).reshape(-1).numpy()
+
+    # Then the scores tell documents apart and rank them better than random scores do
+    assert np.unique(scores).size > len(scores) // 2
+    random_scores = np.random.default_rng(0).random(len(scores))
+    assert mean_ndcg_at_10(held_out, scores) > mean_ndcg_at_10(held_out, random_scores) + 0.05
+
+
+def mean_ndcg_at_10(data: Any, scores: np.ndarray) -> float:
+    bounds = zip(data.query_offsets[:-1], data.query_offsets[1:])
+    return float(np.mean([ndcg_score([data.labels[start:end]], [scores[start:end]], k=10) for start, end in bounds]))
+
+
+def test_stopping_a_demo_job_ends_it_stopped_with_a_checkpoint(demo_pipeline, letor_data, tmp_path):
+    # Given a long demo job that has begun reporting metrics
+    options = small_demo(tmp_path, distribution="none", entry_point="train_ddp.py", epochs=500)
+    marker = demo_pipeline.upload_dataset(letor_data, dataset="stop-me", version="v1",
+                                          manifest=demo_manifest(options))
+    job_name = demo_pipeline.deliver(marker)["job_name"]
+    wait_for_first_metric(demo_pipeline, job_name)
+
+    # When StopTrainingJob is called
+    demo_pipeline.sagemaker.stop_training_job(TrainingJobName=job_name)
+    description = demo_pipeline.wait(job_name, timeout=60)
+
+    # Then the job ends Stopped through Stopping, and the script's SIGTERM checkpoint reached the checkpoint URI
+    assert description["TrainingJobStatus"] == "Stopped"
+    steps = [transition["Status"] for transition in description["SecondaryStatusTransitions"]]
+    assert steps[-2:] == ["Stopping", "Stopped"]
+    assert list_keys(demo_pipeline.s3, description["CheckpointConfig"]["S3Uri"])
+
+
+def wait_for_first_metric(pipeline: LocalPipeline, job_name: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        description = pipeline.sagemaker.describe_training_job(TrainingJobName=job_name)
+        assert description["TrainingJobStatus"] == "InProgress", description.get("FailureReason")
+        if description["FinalMetricDataList"]:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{job_name} reported no metric within {timeout} s")
+
+
+def test_a_failing_training_script_fails_the_job_and_the_demo_exits_non_zero(tmp_path, capsys):
+    # Given a dataset whose training file is corrupt at line 2
+    data = tmp_path / "corrupt"
+    data.mkdir()
+    (data / "rank.train").write_text("2 qid:1 1:0.5 2:0.1\n1 qid:1 1:oops 2:0.3\n")
+
+    # When the demo runs on it
+    exit_code = main(["--data", str(data), "--distribution", "none", "--epochs", "1", "--work-dir", str(tmp_path)])
+
+    # Then the job failed with the script's reason naming the file, and the demo exits non-zero
+    summary = capsys.readouterr().out
+    assert exit_code != 0
+    assert "status:    Failed" in summary
+    assert "reason:    AlgorithmError" in summary and "rank.train" in summary
