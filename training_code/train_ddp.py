@@ -22,12 +22,11 @@ from collections.abc import Sequence
 
 import torch
 
-from ranker import checkpoint, distributed, engine
-from ranker.failure import failure_reported
+from ranker import checkpoint, engine
 from ranker.losses import LOSSES
 from ranker.meter import TrainingMeter
 from ranker.progress import Progress
-from ranker.session import Session, evaluation_metrics, finish_session, start_session
+from ranker.session import Session, evaluation_metrics, finish_session, run_training
 
 
 def train(session: Session) -> None:
@@ -96,12 +95,7 @@ def train(session: Session) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    with failure_reported():
-        session = start_session(sys.argv[1:] if argv is None else argv, __doc__)
-        try:
-            train(session)
-        finally:
-            distributed.shutdown()
+    run_training(train, sys.argv[1:] if argv is None else argv, __doc__)
 
 
 if __name__ == "__main__":

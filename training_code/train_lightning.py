@@ -23,10 +23,10 @@ from collections.abc import Sequence
 import lightning as L
 from lightning.pytorch.strategies import DDPStrategy, SingleDeviceStrategy
 
-from ranker import distributed, engine
+from ranker import engine
 from ranker.cluster_environment import SageMakerEnvironment
 from ranker.lightning_module import RankingModule
-from ranker.session import Session, finish_session, start_session
+from ranker.session import Session, finish_session, run_training
 
 
 def build_trainer(session: Session, steps_left: int) -> L.Trainer:
@@ -63,11 +63,7 @@ def train(session: Session) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    session = start_session(sys.argv[1:] if argv is None else argv, __doc__)
-    try:
-        train(session)
-    finally:
-        distributed.shutdown()
+    run_training(train, sys.argv[1:] if argv is None else argv, __doc__)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,6 +18,7 @@ from ranker.batches import DeviceQueries, EpochBatches, QueryBatches
 from ranker.checkpoint import seed_everything
 from ranker.config import ModelConfig, RunConfig, parse_config
 from ranker.distributed import Topology
+from ranker.failure import failure_reported
 from ranker.metrics import ndcg_means
 from ranker.streaming import StreamingBatches
 
@@ -47,6 +48,17 @@ class Session:
             return StreamingBatches(self.config.data.train, config.batch_size, topology.rank, topology.world_size,
                                     config.seed, self.device, log1p=self.config.data.log1p)
         return QueryBatches(self.train, config.batch_size, topology.rank, topology.world_size, config.seed)
+
+
+def run_training(train: Callable[[Session], None], argv: Sequence[str], description: str) -> None:
+    """What both entry points' `main` does around its loop: report a failure where SageMaker reads it, start the
+    session, train, and leave the process group on success and failure alike."""
+    with failure_reported():
+        session = start_session(argv, description)
+        try:
+            train(session)
+        finally:
+            distributed.shutdown()
 
 
 def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] = os.environ) -> Session:
