@@ -112,9 +112,12 @@ class LocalPipeline:
 
     def deliver(self, marker_key: str) -> dict[str, Any]:
         """EventBridge delivers the marker's `Object Created` event to the trigger; returns the handler's result."""
+        return self.invoke_trigger(object_created_event(self.s3, bucket=self.environment["DATA_BUCKET"],
+                                                        key=marker_key, account=self.account))
+
+    def invoke_trigger(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Invoke the trigger function with any event (a manual payload, a schedule); returns its result."""
         assert self.trigger and self._sagemaker_endpoint, "enter the LocalPipeline first"
-        event = object_created_event(self.s3, bucket=self.environment["DATA_BUCKET"], key=marker_key,
-                                     account=self.account)
         return invoke_trigger(event, account=self.account, function_environment=self.trigger.environment,
                               s3_url=self._moto.url, sns_url=self._moto.url, sagemaker_url=self._sagemaker_endpoint.url,
                               code_dir=self.trigger.code_dir, handler=self.trigger.handler)
