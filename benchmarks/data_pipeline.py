@@ -1,0 +1,249 @@
+"""CPU side of the data path: LETOR text parsing, text-to-shard conversion and the streaming loader, against what the
+GPU trainers consume.
+
+    python -m benchmarks.data_pipeline [--queries 2200] [--docs-per-query 32] [--features 136] [--repeats 3]
+
+Writes a synthetic LETOR text file (a `qid:` column and 4-decimal values, about 1.5 KB a document as in MSLR-WEB;
+the default is about 105 MB), then times four stages, each a warm-up run and the median of `--repeats` runs:
+  parse    ranker.data.read_letor_file: text to dense arrays
+  convert  ranker.convert's command, text in to binary shards out (parse + write)
+  stream   ranker.streaming.StreamingBatches over those shards, in the trainer's batch shape (256 queries)
+  fill     the loader thread's work alone: what a GPU rank's loader costs the CPU
+The loader thread's rate is set beside the native trainer's 1-GPU rate recorded in docs/benchmarks.md's gpu-scaling
+section (each rank runs its own loader, so one GPU's rate is one loader's load). Table on stdout; section
+`data-pipeline` in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import math
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training_code"))
+
+from ranker import convert, data, shards, synthetic  # noqa: E402  (training_code is a source dir, not a package)
+from ranker.batches import epoch_permutation  # noqa: E402
+from ranker.streaming import StreamingBatches  # noqa: E402
+
+# The trainers' batch: 8192 documents per GPU = 256 whole queries of 32 documents (benchmarks/project_trainers.py).
+BATCH_QUERIES = 256
+GPU_SECTION = "gpu-scaling"
+GPU_TRAINER = "native"
+
+
+@dataclass(frozen=True)
+class StageRate:
+    """One stage's median run: how much it moved and how long that took."""
+
+    stage: str
+    seconds: float
+    docs: int
+    text_bytes: int | None = None  # text read, for the stages that read text
+    batches: int | None = None  # batches served, for the loader
+
+    @property
+    def docs_per_second(self) -> float:
+        return self.docs / self.seconds
+
+
+def median_seconds(run: Callable[[], object], repeats: int) -> float:
+    """Median wall time of `repeats` runs after one untimed warm-up (imports, page cache, allocator)."""
+    run()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def write_letor_text(folder: Path, queries: int, docs_per_query: int, features: int) -> Path:
+    generated = synthetic.generate(queries, docs_per_query, features)
+    # float64 so the file holds the 4-decimal values as written (`0.8506`), not float32's long repr: real LETOR size.
+    realistic = data.RankingData(generated.features.astype(np.float64).round(4), generated.labels,
+                                 generated.query_offsets)
+    return synthetic.write_letor(realistic, folder, with_qid=True)
+
+
+def measure_parse(text: Path, docs: int, repeats: int) -> StageRate:
+    seconds = median_seconds(lambda: data.read_letor_file(text), repeats)
+    return StageRate("parse: LETOR text -> arrays", seconds, docs, text_bytes=text.stat().st_size)
+
+
+def measure_convert(text: Path, output: Path, docs: int, repeats: int) -> StageRate:
+    def run_converter() -> None:
+        with contextlib.redirect_stdout(io.StringIO()):  # its one-line summary would interleave with the table
+            convert.main(["--input", str(text), "--output", str(output)])
+
+    seconds = median_seconds(run_converter, repeats)
+    return StageRate("convert: text -> binary shards", seconds, docs, text_bytes=text.stat().st_size)
+
+
+def measure_stream(loader: StreamingBatches, batches: int, repeats: int) -> StageRate:
+    """Batches as the trainer takes them: on the CPU device each one is also copied once on the host."""
+    def serve_batches() -> None:
+        served, epoch = 0, 0
+        while served < batches:
+            for _ in loader.epoch_batches(epoch):
+                served += 1
+                if served == batches:
+                    break
+            epoch += 1
+
+    seconds = median_seconds(serve_batches, repeats)
+    return StageRate(f"stream: shards -> batches of {BATCH_QUERIES} queries (CPU device)", seconds,
+                     batches * BATCH_QUERIES * loader.max_docs, batches=batches)
+
+
+def measure_fill(loader: StreamingBatches, batches: int, repeats: int) -> StageRate:
+    """The loader thread's own work per batch (gathering whole queries from the memory map into a host buffer). On a
+    GPU this is the loader's whole CPU cost: the copy to the device is an asynchronous DMA from pinned memory, where
+    the CPU device's host copy (in `measure_stream`) is not. StreamingBatches has no public per-batch call, so this
+    drives its buffer and fill methods directly."""
+    buffer = loader._new_buffer()
+    order = epoch_permutation(len(loader.local_queries), loader.seed, 0).numpy()
+    batch_queries = [loader.local_queries[order[step * BATCH_QUERIES:(step + 1) * BATCH_QUERIES]]
+                     for step in range(loader.steps_per_epoch)]
+
+    def fill_batches() -> None:
+        for step in range(batches):
+            loader._fill(buffer, batch_queries[step % len(batch_queries)])
+
+    seconds = median_seconds(fill_batches, repeats)
+    return StageRate("fill: the loader thread's work (a GPU rank's loader)", seconds,
+                     batches * BATCH_QUERIES * loader.max_docs, batches=batches)
+
+
+def recorded_gpu_rates(doc: Path) -> tuple[dict[int, float], str | None]:
+    """The native trainer's 1-GPU documents/s by model width, and the machine line, from the gpu-scaling section
+    of `doc`; empty when the section or its rows are absent."""
+    text = doc.read_text() if doc.exists() else ""
+    section = re.search(rf"<!-- {GPU_SECTION}:start -->(.*?)<!-- {GPU_SECTION}:end -->", text, re.DOTALL)
+    if not section:
+        return {}, None
+    machine = re.search(r"^- Machine: (.+)$", section.group(1), re.MULTILINE)
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in section.group(1).splitlines() if line.startswith("|") and not line.startswith("|---")]
+    if not rows:
+        return {}, None
+    header, body = rows[0], rows[1:]
+    column = {name: index for index, name in enumerate(header)}
+    rates = {int(row[column["width"]]): float(row[column["samples/s"]].replace(",", ""))
+             for row in body if row[column["trainer"]] == GPU_TRAINER and row[column["layout"]] == "1 GPU"}
+    return rates, machine.group(1) if machine else None
+
+
+def stage_table(stages: list[StageRate]) -> str:
+    rows = [[stage.stage,
+             f"{stage.text_bytes / stage.seconds / 1e6:,.1f}" if stage.text_bytes else "-",
+             f"{stage.docs_per_second:,.0f}",
+             f"{stage.batches / stage.seconds:,.1f}" if stage.batches else "-",
+             f"{stage.seconds:.2f}"] for stage in stages]
+    return markdown_table(["stage", "MB/s of text", "docs/s", "batches/s", "median s"], rows)
+
+
+def demand_table(loader: StageRate, gpu_rates: dict[int, float], bytes_per_doc: int) -> str:
+    """Per width: the GPU's appetite, the shard read rate it implies, and how many loader threads feed it."""
+    rows = []
+    for width, rate in sorted(gpu_rates.items()):
+        needed = math.ceil(rate / loader.docs_per_second)
+        rows.append([width, f"{rate:,.0f}", f"{rate * bytes_per_doc / 1e9:.2f}", f"{loader.docs_per_second:,.0f}",
+                     "yes" if needed <= 1 else f"no: {rate / loader.docs_per_second:.1f}x short", needed])
+    return markdown_table(["width", "native trainer docs/s (1 GPU)", "shard read GB/s", "loader thread docs/s",
+                           "keeps up?", "loader threads (cores) per GPU"], rows)
+
+
+def verdict(loader: StageRate, gpu_rates: dict[int, float]) -> str:
+    if not gpu_rates:
+        return (f"No GPU figures to compare with: docs/benchmarks.md has no `{GPU_SECTION}` section with "
+                f"`{GPU_TRAINER}` 1-GPU rows. Run `python -m benchmarks.gpu_scaling` on a GPU machine, then rerun "
+                "this.")
+    short = {width: rate for width, rate in gpu_rates.items() if rate > loader.docs_per_second}
+    if not short:
+        return ("The streaming loader's one thread, as measured on this machine, keeps up with the native trainer at "
+                "every width.")
+    widths = ", ".join(f"width {width} needs {math.ceil(rate / loader.docs_per_second)}"
+                       for width, rate in sorted(short.items()))
+    return (f"The streaming loader's one thread ({loader.docs_per_second:,.0f} docs/s on this {os.cpu_count()}-core "
+            f"machine) does not keep up with the native trainer everywhere: {widths} threads filling batches in "
+            "parallel per GPU, each on a core of its own (StreamingBatches has one today). Below that the GPU waits "
+            "for data; the in-memory path (GPU-resident queries, ranker.batches) has no such limit while the data "
+            "fits in GPU memory.")
+
+
+def render(stages: list[StageRate], gpu_rates: dict[int, float], gpu_machine: str | None, args: argparse.Namespace,
+           text_mb: float, shard_mb: float) -> str:
+    loader = stages[-1]
+    bytes_per_doc = 4 * args.features + 4  # float32 features and label per document, as the shards store them
+    comparison = demand_table(loader, gpu_rates, bytes_per_doc) if gpu_rates else ""
+    return (
+        f"{provenance()}\n- CPU cores: {os.cpu_count()}; torch {torch.__version__}\n"
+        f"- Data: synthetic LETOR text, {args.queries:,} queries x {args.docs_per_query} documents x "
+        f"{args.features} features ({text_mb:,.1f} MB of text, {shard_mb:,.1f} MB of shards); median of "
+        f"{args.repeats} timed run(s) after a warm-up\n"
+        f"- Loader: StreamingBatches, batches of {BATCH_QUERIES} queries ({BATCH_QUERIES * args.docs_per_query} "
+        "documents), shards in the page cache (from a cold disk, the shard read rate below must also come from the "
+        "disk). `stream` is the whole loader on the CPU device, which adds a host copy of each batch; `fill` is its "
+        "thread's work alone, the loader's CPU cost on a GPU, where the copy to the device is an asynchronous DMA "
+        "(an upper bound there: the thread shares the interpreter lock with the training loop)\n\n"
+        f"{stage_table(stages)}\n\n"
+        f"What the GPU trainers consume ({gpu_machine or 'no GPU run recorded'}, from the `{GPU_SECTION}` section; "
+        "each rank runs its own loader):\n\n"
+        f"{comparison}\n\n{verdict(loader, gpu_rates)}\n"
+    )
+
+
+def folder_megabytes(folder: Path) -> float:
+    return sum(path.stat().st_size for path in folder.iterdir()) / 1e6
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--queries", type=int, default=2200, help="queries in the synthetic text file")
+    parser.add_argument("--docs-per-query", type=int, default=32, help="documents per query")
+    parser.add_argument("--features", type=int, default=136, help="features per document (MSLR-WEB uses 136)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per stage, after one warm-up")
+    parser.add_argument("--stream-batches", type=int, default=40, help="batches the loader serves per timed run")
+    parser.add_argument("--doc", type=Path, default=BENCHMARKS_DOC, help="Markdown file to write the section into")
+    args = parser.parse_args(argv)
+    if args.queries < BATCH_QUERIES:
+        parser.error(f"--queries: {args.queries} is fewer than one batch of {BATCH_QUERIES} queries; raise it")
+
+    with tempfile.TemporaryDirectory(prefix="data-pipeline-") as work:
+        text_dir, shard_dir = Path(work) / "text", Path(work) / "shards"
+        print(f"writing {args.queries:,} queries of synthetic LETOR text ...", flush=True)
+        text = write_letor_text(text_dir, args.queries, args.docs_per_query, args.features)
+        docs = args.queries * args.docs_per_query
+        stages = [measure_parse(text, docs, args.repeats), measure_convert(text, shard_dir, docs, args.repeats)]
+        if not shards.is_shard_dir(shard_dir):
+            raise RuntimeError(f"ranker.convert wrote no manifest to {shard_dir}; run it by hand to see why")
+        loader = StreamingBatches(shard_dir, BATCH_QUERIES, rank=0, world_size=1, seed=0, device=torch.device("cpu"))
+        stages += [measure_stream(loader, args.stream_batches, args.repeats),
+                   measure_fill(loader, args.stream_batches, args.repeats)]
+        text_mb, shard_mb = text.stat().st_size / 1e6, folder_megabytes(shard_dir)
+
+    gpu_rates, gpu_machine = recorded_gpu_rates(args.doc)
+    body = render(stages, gpu_rates, gpu_machine, args, text_mb, shard_mb)
+    print(body)
+    write_section("data-pipeline", "CPU data path: parsing, conversion, streaming loader", body, doc=args.doc)
+    print(f"written to {args.doc}")
+
+
+if __name__ == "__main__":
+    main()

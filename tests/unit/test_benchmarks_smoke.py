@@ -1,0 +1,263 @@
+"""Smoke tests of the benchmarks' CPU parts: the arithmetic and launch plans behind the GPU figures, the timing
+protocol, the report writer, and the data-path benchmark run end to end at a tiny size."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from benchmarks import data_pipeline, gpu_scaling, timing
+from benchmarks.baselines.common import dense_mlp
+from benchmarks.gpu_scaling import Layout, analyse, launch_commands
+from benchmarks.report import markdown_table, write_section
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _result(trainer: str, width: int, world_size: int, rate: float, nodes: int = 1) -> dict:
+    return {"trainer": trainer, "width": width, "world_size": world_size, "nodes": nodes, "samples_per_second": rate,
+            "flops_per_sample": timing.dense_mlp_flops_per_sample(136, width), "peak_memory_gib": 1.25}
+
+
+def _percent(cell: str) -> float:
+    return float(cell.rstrip("%")) / 100
+
+
+HAND_MADE_RESULTS = [
+    _result("native", 1024, 1, 2_400_000.0),
+    _result("native", 1024, 2, 4_500_000.0),
+    _result("native", 1024, 2, 4_300_000.0, nodes=2),
+    _result("lightning", 1024, 1, 2_300_000.0),
+    _result("naive-ddp", 1024, 1, 150_000.0),
+    _result("naive-ddp", 1024, 2, 260_000.0),
+]
+
+
+# --- benchmarks.gpu_scaling: the table's arithmetic ---------------------------------------------------------------
+
+
+def _rows_by_key(rows: list[list[object]]) -> dict[tuple[str, str], list[object]]:
+    return {(row[0], row[2]): row for row in rows}
+
+
+def test_scaling_efficiency_is_the_rate_over_world_size_times_the_same_trainers_single_gpu_rate():
+    # Given hand-made results for one trainer on 1 GPU, 2 GPUs and 2 emulated hosts
+    native = {(r["world_size"], r["nodes"]): r["samples_per_second"]
+              for r in HAND_MADE_RESULTS if r["trainer"] == "native"}
+    # When they are analysed
+    headers, rows = analyse(HAND_MADE_RESULTS, matmul_tflops=800.0)
+    rows = _rows_by_key(rows)
+    column = headers.index("scaling eff.")
+    # Then each multi-GPU row's efficiency is its rate over N x the 1-GPU rate (to the table's 0.1% precision)
+    for (world, nodes), label in [((2, 1), "2 GPUs"), ((2, 2), "2 GPUs as 2 hosts")]:
+        expected = native[(world, nodes)] / (world * native[(1, 1)])
+        assert _percent(rows[("native", label)][column]) == pytest.approx(expected, abs=5e-4)
+
+
+def test_mfu_is_model_flops_per_gpu_over_the_measured_matmul_rate():
+    # Given a 1-GPU and a 2-GPU result and a matmul rate measured in the same run
+    matmul_tflops = 650.0
+    headers, rows = analyse(HAND_MADE_RESULTS, matmul_tflops)
+    rows = _rows_by_key(rows)
+    column = headers.index("MFU")
+    # Then MFU divides each GPU's share of the model FLOPs by that rate
+    for result, label in [(HAND_MADE_RESULTS[0], "1 GPU"), (HAND_MADE_RESULTS[1], "2 GPUs")]:
+        flops_per_gpu = result["samples_per_second"] * result["flops_per_sample"] / result["world_size"]
+        expected = flops_per_gpu / (matmul_tflops * 1e12)
+        assert _percent(rows[("native", label)][column]) == pytest.approx(expected, abs=5e-4)
+
+
+def test_mfu_is_left_blank_without_a_matmul_rate():
+    headers, rows = analyse(HAND_MADE_RESULTS, matmul_tflops=None)
+    assert {row[headers.index("MFU")] for row in rows} == {"-"}
+
+
+def test_vs_native_and_speed_up_compare_against_the_same_width_and_layout():
+    # Given native, Lightning and naive DDP results on 1 GPU
+    rates = {r["trainer"]: r["samples_per_second"] for r in HAND_MADE_RESULTS if r["world_size"] == 1}
+    # When they are analysed
+    headers, rows = analyse(HAND_MADE_RESULTS, matmul_tflops=800.0)
+    lightning = _rows_by_key(rows)[("lightning", "1 GPU")]
+    # Then Lightning is shown relative to native, and its speed-up over the naive baseline is the ratio of rates
+    assert _percent(lightning[headers.index("vs native")]) == pytest.approx(rates["lightning"] / rates["native"] - 1,
+                                                                           abs=5e-4)
+    assert float(lightning[headers.index("x naive DDP")].rstrip("x")) == pytest.approx(
+        rates["lightning"] / rates["naive-ddp"], abs=0.05)
+    assert _rows_by_key(rows)[("native", "1 GPU")][headers.index("vs native")] == "-"
+
+
+# --- benchmarks.gpu_scaling: how each layout is launched ----------------------------------------------------------
+
+
+def test_one_gpu_is_one_standalone_torchrun_on_device_zero():
+    [(command, env)] = launch_commands(Layout(1, 1), "native", ["--widths", "1024"])
+    assert command[:3] == [sys.executable, "-m", "torch.distributed.run"]
+    assert "--standalone" in command and "--nproc_per_node=1" in command
+    # The project trainers share one module, so the trainer is named on its command line
+    assert command[command.index("-m", 3) + 1:][:3] == ["benchmarks.project_trainers", "--trainer", "native"]
+    assert env == {"CUDA_VISIBLE_DEVICES": "0"}
+
+
+def test_two_gpus_are_one_torchrun_with_two_processes_seeing_both_devices():
+    [(command, env)] = launch_commands(Layout(2, 1), "naive-ddp", [])
+    assert "--nproc_per_node=2" in command
+    assert "--trainer" not in command  # a baseline is a module of its own
+    assert command[-1] == gpu_scaling.TRAINER_MODULES["naive-ddp"]
+    assert env == {"CUDA_VISIBLE_DEVICES": "0,1"}
+
+
+def test_two_emulated_hosts_are_two_torchrun_agents_with_one_device_each_and_one_rendezvous():
+    # Given 2 GPUs laid out as 2 hosts
+    launches = list(launch_commands(Layout(2, 2), "lightning", []))
+    # Then there is one torchrun agent per host, each with its node rank and its own GPU, meeting at one address
+    assert len(launches) == 2
+    for node_rank, (command, env) in enumerate(launches):
+        assert "--nnodes=2" in command and f"--node_rank={node_rank}" in command and "--nproc_per_node=1" in command
+        assert "--standalone" not in command
+        assert env == {"CUDA_VISIBLE_DEVICES": str(node_rank)}
+    ports = {flag for command, _ in launches for flag in command if flag.startswith("--master_port=")}
+    assert len(ports) == 1
+
+
+# --- benchmarks.timing ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("features", "width", "layers"), [(136, 64, 7), (10, 32, 3)])
+def test_flops_per_sample_counts_three_passes_of_two_flops_per_weight_of_the_real_model(features, width, layers):
+    # Given the benchmark's model built as nn.Sequential
+    model = dense_mlp(features, width, layers)
+    weights = sum(module.weight.numel() for module in model if isinstance(module, nn.Linear))
+    # Then a training step's FLOPs per sample are forward (2 per weight) plus backward (twice forward)
+    assert timing.dense_mlp_flops_per_sample(features, width, layers) == 3 * 2 * weights
+
+
+def test_step_windows_time_the_requested_windows_after_the_warm_up():
+    # Given windows of 2 steps after 3 warm-up steps
+    windows = timing.StepWindows(warmup_steps=3, steps_per_window=2, windows=4, device=torch.device("cpu"))
+    # When all but the last step have been taken, the last window is still open
+    for _ in range(windows.total_steps - 1):
+        windows.step_done()
+    assert not windows.finished and len(windows.window_seconds) == 3
+    # Then the last step closes it: exactly the requested windows, none from the warm-up
+    windows.step_done()
+    assert windows.finished and len(windows.window_seconds) == 4
+    assert windows.total_steps == 3 + 2 * 4
+
+
+# --- benchmarks.report ------------------------------------------------------------------------------------------------
+
+
+def test_write_section_replaces_only_its_own_section(tmp_path):
+    # Given a doc with two sections
+    doc = tmp_path / "benchmarks.md"
+    write_section("first", "First", "old first", doc=doc)
+    write_section("second", "Second", "second body", doc=doc)
+    before_second = doc.read_text().split("<!-- second:start -->")[1]
+    # When the first is written again
+    write_section("first", "First", "new first", doc=doc)
+    text = doc.read_text()
+    # Then it is replaced in place and the second is untouched
+    assert "new first" in text and "old first" not in text
+    assert text.count("<!-- first:start -->") == 1
+    assert text.split("<!-- second:start -->")[1] == before_second
+    assert text.index("<!-- first:start -->") < text.index("<!-- second:start -->")
+
+
+# --- benchmarks.data_pipeline -----------------------------------------------------------------------------------------
+
+
+def _gpu_scaling_section(doc, results: list[dict]) -> None:
+    """Writes a gpu-scaling section the way benchmarks.gpu_scaling renders it."""
+    headers, rows = analyse(results, matmul_tflops=800.0)
+    body = "- Machine: test GPU\n\n" + markdown_table(headers, rows)
+    write_section("gpu-scaling", "GPU throughput and scaling", body, doc=doc)
+
+
+def test_recorded_gpu_rates_read_the_native_single_gpu_rows_that_gpu_scaling_renders(tmp_path):
+    # Given a gpu-scaling section rendered from results at two widths
+    doc = tmp_path / "benchmarks.md"
+    results = HAND_MADE_RESULTS + [_result("native", 4096, 1, 1_100_000.0), _result("native", 4096, 2, 2_000_000.0)]
+    _gpu_scaling_section(doc, results)
+    # When the data benchmark reads it back
+    rates, machine = data_pipeline.recorded_gpu_rates(doc)
+    # Then it finds the native trainer's 1-GPU rate for each width (the table rounds to whole samples/s)
+    expected = {r["width"]: r["samples_per_second"]
+                for r in results if r["trainer"] == "native" and r["world_size"] == 1}
+    assert rates == pytest.approx(expected, abs=1)
+    assert machine == "test GPU"
+
+
+def test_recorded_gpu_rates_are_empty_without_a_gpu_section(tmp_path):
+    assert data_pipeline.recorded_gpu_rates(tmp_path / "absent.md") == ({}, None)
+
+
+def _section(doc, name: str) -> str:
+    return doc.read_text().split(f"<!-- {name}:start -->")[1].split(f"<!-- {name}:end -->")[0]
+
+
+TINY_RUN = ["--queries", str(data_pipeline.BATCH_QUERIES + 44), "--docs-per-query", "4", "--features", "8",
+            "--repeats", "1", "--stream-batches", "3"]
+
+
+def test_data_pipeline_at_a_tiny_size_writes_its_section_and_says_the_gpu_figures_are_absent(tmp_path, capsys):
+    # Given a doc with another benchmark's section and no GPU figures
+    doc = tmp_path / "benchmarks.md"
+    write_section("trigger_latency", "Trigger", "kept as is", doc=doc)
+    # When the data benchmark runs at a tiny size
+    data_pipeline.main([*TINY_RUN, "--doc", str(doc)])
+    # Then its section holds a row per stage with positive rates, says there is nothing to compare with,
+    # and leaves the other section alone
+    section = _section(doc, "data-pipeline")
+    stage_rows = [line for line in section.splitlines()
+                  if line.startswith(("| parse", "| convert", "| stream", "| fill"))]
+    assert len(stage_rows) == 4
+    assert all(float(row.split("|")[3].replace(",", "")) > 0 for row in stage_rows)
+    assert "No GPU figures to compare with" in section
+    assert _section(doc, "trigger_latency").strip().endswith("kept as is")
+    assert "| stream" in capsys.readouterr().out
+
+
+def test_data_pipeline_counts_the_loaders_each_recorded_gpu_rate_needs(tmp_path):
+    # Given GPU figures one loader surely keeps up with (1 doc/s) and surely cannot (10^12 docs/s)
+    doc = tmp_path / "benchmarks.md"
+    _gpu_scaling_section(doc, [_result("native", 64, 1, 1.0), _result("native", 8192, 1, 1e12)])
+    # When the data benchmark runs
+    data_pipeline.main([*TINY_RUN, "--doc", str(doc)])
+    # Then each width needs ceil(GPU rate / loader thread rate) threads, from the thread rate it measured
+    section = _section(doc, "data-pipeline")
+    fill_row = next(line for line in section.splitlines() if line.startswith("| fill"))
+    loader_rate = float(fill_row.split("|")[3].replace(",", ""))
+    demand = {int(line.split("|")[1]): line.split("|") for line in section.splitlines()
+              if line.startswith(("| 64 ", "| 8192 "))}
+    assert demand[64][5].strip() == "yes" and int(demand[64][6]) == 1
+    assert demand[8192][5].strip().startswith("no")
+    # the table rounds the loader rate to whole docs/s (a relative error below 1e-5 at these rates)
+    assert int(demand[8192][6]) == pytest.approx(math.ceil(1e12 / loader_rate), rel=1e-5)
+    assert "width 8192 needs" in section and "width 64 needs" not in section
+
+
+# --- benchmarks.project_trainers: both trainers under torchrun on CPU ---------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trainer", ["native", "lightning"])
+def test_project_trainers_run_under_torchrun_with_two_gloo_ranks(tmp_path, trainer):
+    # Given the project trainer launched as the GPU benchmark launches it, on 2 CPU ranks at a tiny size
+    results = tmp_path / "results.jsonl"
+    [(command, _)] = launch_commands(Layout(2, 1), trainer, [
+        "--widths", "16", "--features", "8", "--batch-size", "64", "--warmup-steps", "1", "--steps-per-window", "1",
+        "--windows", "2", "--results", str(results)])
+    # When it runs
+    finished = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    # Then rank 0 records one result for the whole 2-rank job
+    assert finished.returncode == 0, finished.stdout[-2000:] + finished.stderr[-2000:]
+    [result] = [json.loads(line) for line in results.read_text().splitlines()]
+    assert (result["trainer"], result["world_size"], result["width"]) == (trainer, 2, 16)
+    assert len(result["window_samples_per_second"]) == 2 and result["samples_per_second"] > 0
