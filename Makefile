@@ -11,7 +11,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 export CDK_DISABLE_VERSION_CHECK := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup test demo synth bench clean
+.PHONY: setup test demo synth clean
 
 setup: $(VENV)/.installed node_modules/.installed $(CHECKOV_VENV)/.installed
 
@@ -41,9 +41,6 @@ demo: setup
 synth: setup
 	npx cdk synth --quiet $(ARGS)
 	@echo "Templates: $(CURDIR)/cdk.out/*.template.json"
-
-bench: setup
-	$(PYTHON) -m benchmarks $(ARGS)
 
 clean:
 	rm -rf cdk.out build local-runs .pytest_cache

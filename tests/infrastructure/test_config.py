@@ -83,7 +83,7 @@ def test_context_strings_from_the_command_line_override_cdk_json() -> None:
     assert (config.env_name, config.use_spot, config.instance_count) == ("prod", False, 3)
     assert config.marker_names == ("_DONE",)
     assert config.subnet_ids == ("subnet-0123456789abcdef0",)
-    assert config.instance_type == CDK_CONTEXT["environments"]["prod"]["instance_type"]
+    assert config.log_retention_days == CDK_CONTEXT["environments"]["prod"]["log_retention_days"]
 
 
 def test_config_is_frozen() -> None:
