@@ -16,12 +16,15 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 APP_INPUTS = ("app.py", "cdk.json", "stacks", "lambda", "training_code")
 SYNTH_CACHE = PROJECT_ROOT / "local-runs" / "synth"
 _FINGERPRINT_LENGTH = 16
+# A running demo or test session keeps using the assembly it started with while the sources change under it.
+_STALE_AFTER_SECONDS = 3600
 
 
 def _source_fingerprint() -> str:
@@ -62,7 +65,9 @@ def synthesize(cache_dir: Path = SYNTH_CACHE) -> Path:
 
 
 def _remove_stale_assemblies(cache_dir: Path, keep: Path) -> None:
-    """Assemblies of sources that have changed since (synthesis is tens of megabytes each time)."""
+    """Assemblies of earlier sources, once no session can still be using them."""
+    cutoff = time.time() - _STALE_AFTER_SECONDS
     for folder in cache_dir.iterdir():
-        if folder != keep and folder.is_dir() and len(folder.name) == _FINGERPRINT_LENGTH:
+        if (folder != keep and folder.is_dir() and len(folder.name) == _FINGERPRINT_LENGTH
+                and folder.stat().st_mtime < cutoff):
             shutil.rmtree(folder, ignore_errors=True)

@@ -24,7 +24,7 @@ from ranker.synthetic import generate
 
 pytestmark = pytest.mark.slow
 
-EPOCHS = 2
+EPOCHS = 1
 
 
 def small_demo(tmp_path: Path, **options: Any) -> DemoOptions:
@@ -35,7 +35,8 @@ def small_demo(tmp_path: Path, **options: Any) -> DemoOptions:
 def completed_job(demo_pipeline: LocalPipeline, letor_data: Path,
                   tmp_path_factory: pytest.TempPathFactory) -> DemoResult:
     """One single-process job (distribution none, the native DDP script), shared by the tests that read its result."""
-    options = small_demo(tmp_path_factory.mktemp("none"), distribution="none", entry_point="train_ddp.py")
+    # Three epochs: enough for the model test to tell a trained ranking from a random one.
+    options = small_demo(tmp_path_factory.mktemp("none"), distribution="none", entry_point="train_ddp.py", epochs=3)
     return run_demo_job(demo_pipeline, options, letor_data)
 
 
