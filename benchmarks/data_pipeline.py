@@ -159,14 +159,14 @@ def stage_table(stages: list[StageRate]) -> str:
 
 
 def demand_table(loader: StageRate, gpu_rates: dict[int, float], bytes_per_doc: int) -> str:
-    """Per width: the GPU's appetite, the shard read rate it implies, and how many loader threads feed it."""
+    """Per width: the GPU's appetite, the shard read rate it implies, and how many loader processes feed it."""
     rows = []
     for width, rate in sorted(gpu_rates.items()):
         needed = math.ceil(rate / loader.docs_per_second)
         rows.append([width, f"{rate:,.0f}", f"{rate * bytes_per_doc / 1e9:.2f}", f"{loader.docs_per_second:,.0f}",
                      "yes" if needed <= 1 else f"no: {rate / loader.docs_per_second:.1f}x short", needed])
     return markdown_table(["width", "native trainer docs/s (1 GPU)", "shard read GB/s", "loader thread docs/s",
-                           "keeps up?", "loader threads (cores) per GPU"], rows)
+                           "keeps up?", "loader processes (cores) per GPU"], rows)
 
 
 def verdict(loader: StageRate, gpu_rates: dict[int, float]) -> str:
@@ -181,19 +181,21 @@ def verdict(loader: StageRate, gpu_rates: dict[int, float]) -> str:
     widths = ", ".join(f"width {width} needs {math.ceil(rate / loader.docs_per_second)}"
                        for width, rate in sorted(short.items()))
     return (f"The streaming loader's one thread ({loader.docs_per_second:,.0f} docs/s on this {os.cpu_count()}-core "
-            f"machine) does not keep up with the native trainer everywhere: {widths} threads filling batches in "
-            "parallel per GPU, each on a core of its own (StreamingBatches has one today). Below that the GPU waits "
-            "for data; the in-memory path (GPU-resident queries, ranker.batches) has no such limit while the data "
-            "fits in GPU memory.")
+            f"machine) does not keep up with the native trainer everywhere: {widths} loader processes filling "
+            "batches in parallel per GPU, each on a core of its own (StreamingBatches has one thread today, and its "
+            "per-query copies hold the interpreter lock, so more threads would not add cores). Below that the GPU "
+            "waits for data; the in-memory path (GPU-resident queries, ranker.batches) has no such limit while the "
+            "data fits in GPU memory.")
 
 
 def render(stages: list[StageRate], gpu_rates: dict[int, float], gpu_machine: str | None, args: argparse.Namespace,
-           text_mb: float, shard_mb: float) -> str:
+           text_mb: float, shard_mb: float, load_at_start: float) -> str:
     loader = stages[-1]
     bytes_per_doc = 4 * args.features + 4  # float32 features and label per document, as the shards store them
     comparison = demand_table(loader, gpu_rates, bytes_per_doc) if gpu_rates else ""
     return (
-        f"{provenance()}\n- CPU cores: {os.cpu_count()}; torch {torch.__version__}\n"
+        f"{provenance()}\n- CPU cores: {os.cpu_count()}, load average {load_at_start:.1f} at the start (other work "
+        f"on the machine lowers these figures); torch {torch.__version__}\n"
         f"- Data: synthetic LETOR text, {args.queries:,} queries x {args.docs_per_query} documents x "
         f"{args.features} features ({text_mb:,.1f} MB of text, {shard_mb:,.1f} MB of shards); median of "
         f"{args.repeats} timed run(s) after a warm-up\n"
@@ -225,6 +227,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.queries < BATCH_QUERIES:
         parser.error(f"--queries: {args.queries} is fewer than one batch of {BATCH_QUERIES} queries; raise it")
 
+    load_at_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="data-pipeline-") as work:
         text_dir, shard_dir = Path(work) / "text", Path(work) / "shards"
         print(f"writing {args.queries:,} queries of synthetic LETOR text ...", flush=True)
@@ -239,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         text_mb, shard_mb = text.stat().st_size / 1e6, folder_megabytes(shard_dir)
 
     gpu_rates, gpu_machine = recorded_gpu_rates(args.doc)
-    body = render(stages, gpu_rates, gpu_machine, args, text_mb, shard_mb)
+    body = render(stages, gpu_rates, gpu_machine, args, text_mb, shard_mb, load_at_start)
     print(body)
     write_section("data-pipeline", "CPU data path: parsing, conversion, streaming loader", body, doc=args.doc)
     print(f"written to {args.doc}")
