@@ -47,8 +47,10 @@ def read_manifest(folder: Path) -> dict:
 
 def open_shard(folder: Path, name: str) -> Shard:
     folder = Path(folder)
-    return Shard(np.load(folder / f"{name}.features.npy", mmap_mode="r"),
-                 np.load(folder / f"{name}.labels.npy", mmap_mode="r"),
+    # Plain ndarray views of the maps: slicing an np.memmap builds a memmap object per slice, about half the
+    # loader's time per batch; the view reads the same pages without that overhead.
+    return Shard(np.load(folder / f"{name}.features.npy", mmap_mode="r").view(np.ndarray),
+                 np.load(folder / f"{name}.labels.npy", mmap_mode="r").view(np.ndarray),
                  np.load(folder / f"{name}.offsets.npy"))
 
 
