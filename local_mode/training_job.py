@@ -141,7 +141,8 @@ class TrainingJob:
                 response["TrainingStartTime"] = self.training_start_time
             if self.training_end_time:
                 response["TrainingEndTime"] = self.training_end_time
-                seconds = int((self.training_end_time - (self.training_start_time or self.creation_time)).total_seconds())
+                started = self.training_start_time or self.creation_time
+                seconds = int((self.training_end_time - started).total_seconds())
                 response["TrainingTimeInSeconds"] = response["BillableTimeInSeconds"] = max(seconds, 1)
             return response
 
