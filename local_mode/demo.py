@@ -49,6 +49,8 @@ class TriggerRefused(RuntimeError):
 
 @dataclass(frozen=True)
 class DemoOptions:
+    """What `python -m local_mode` lets a user choose; the rest comes from the stack's defaults."""
+
     queries: int = 200
     epochs: int = 3
     entry_point: str = "train_lightning.py"
@@ -61,6 +63,8 @@ class DemoOptions:
 
 @dataclass(frozen=True)
 class DemoResult:
+    """What the summary shows: the finished job as DescribeTrainingJob reports it, and where its plots landed."""
+
     job_name: str
     status: str
     duration_seconds: float
