@@ -38,10 +38,6 @@ INSTANCE_TYPE_FOR_DISTRIBUTION = {
     "smdistributed": "ml.p4d.24xlarge",
 }
 
-# cdk.json's default `"loss": "listnet"` is not a value the training scripts accept (`listwise`, `pointwise`): the
-# dataset's manifest names the loss until the stack's default and the scripts agree.
-DEMO_HYPERPARAMETERS = {"loss": "listwise"}
-
 
 class TriggerRefused(RuntimeError):
     """The trigger answered without starting a job (rejected input, ignored event)."""
@@ -110,7 +106,7 @@ def demo_manifest(options: DemoOptions) -> dict[str, Any]:
     return {"training": {"entry_point": options.entry_point, "distribution": options.distribution,
                          "instance_type": INSTANCE_TYPE_FOR_DISTRIBUTION[options.distribution],
                          "instance_count": options.instance_count,
-                         "hyperparameters": {"epochs": options.epochs, **DEMO_HYPERPARAMETERS}}}
+                         "hyperparameters": {"epochs": options.epochs}}}
 
 
 def follow_job(pipeline: LocalPipeline, job_name: str) -> dict[str, Any]:
