@@ -16,10 +16,10 @@ export PYTHONDONTWRITEBYTECODE := 1
 setup: $(VENV)/.installed node_modules/.installed $(CHECKOV_VENV)/.installed
 
 # torch first and alone: the exact pin resolves to the local CPU wheel before anything can ask for a CUDA build.
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -27,9 +27,10 @@ node_modules/.installed: package.json package-lock.json
 	touch $@
 
 # checkov pins an older boto3 than the app: it lives in its own environment.
-$(CHECKOV_VENV)/.installed: requirements-checkov.txt
+$(CHECKOV_VENV)/.installed: requirements-checkov.txt constraints-checkov.txt
 	python3 -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt \
+		-c constraints-checkov.txt
 	touch $@
 
 test: setup
