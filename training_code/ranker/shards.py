@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,17 +19,6 @@ if TYPE_CHECKING:
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
-
-
-@dataclass(frozen=True)
-class Shard:
-    features: np.ndarray
-    labels: np.ndarray
-    query_offsets: np.ndarray
-
-    @property
-    def num_queries(self) -> int:
-        return len(self.query_offsets) - 1
 
 
 def is_shard_dir(path: Path) -> bool:
@@ -45,13 +33,16 @@ def read_manifest(folder: Path) -> dict:
     return manifest
 
 
-def open_shard(folder: Path, name: str) -> Shard:
+def open_shard(folder: Path, name: str) -> RankingData:
+    """One shard as ranking data whose features and labels stay on disk (memory-mapped)."""
+    from ranker.data import RankingData  # ranker.data reads shards too: imported here to keep the import acyclic
+
     folder = Path(folder)
     # Plain ndarray views of the maps: slicing an np.memmap builds a memmap object per slice, about half the
     # loader's time per batch; the view reads the same pages without that overhead.
-    return Shard(np.load(folder / f"{name}.features.npy", mmap_mode="r").view(np.ndarray),
-                 np.load(folder / f"{name}.labels.npy", mmap_mode="r").view(np.ndarray),
-                 np.load(folder / f"{name}.offsets.npy"))
+    return RankingData(np.load(folder / f"{name}.features.npy", mmap_mode="r").view(np.ndarray),
+                       np.load(folder / f"{name}.labels.npy", mmap_mode="r").view(np.ndarray),
+                       np.load(folder / f"{name}.offsets.npy"))
 
 
 def write_shards(data: RankingData, folder: Path, docs_per_shard: int = 1_000_000) -> list[str]:
