@@ -26,8 +26,8 @@ class ModelConfig:
     """Units in each hidden dense layer."""
     num_layers: int = 7
     """Dense layers in total, the scoring output layer included."""
-    dropout: float = 0.1
-    """Dropout after each hidden layer."""
+    dropout: float = 0.3
+    """Dropout after each hidden layer (0.3 beat 0.1 on every held-out split of the LETOR sample tried)."""
     norm: str = "layer"
     """Normalisation after each hidden layer: `layer` or `none` (batch norm would mix padded slots into its stats)."""
     output_bias: bool = True
