@@ -23,29 +23,18 @@ def model_json(s3, uri: str, member: str) -> dict:
         return json.loads(tar.extractfile(member).read())
 
 
-def test_two_hosts_under_torchrun_form_one_gloo_group(sagemaker, s3, training_request, wait_for_end):
-    # Given a torch_distributed job on two instances
-    request = training_request("dist-torchrun", "gloo_allreduce.py", instance_count=2, distribution=TORCH_DISTRIBUTED)
-
-    # When it runs (one torchrun per host, --nnodes 2)
-    sagemaker.create_training_job(**request)
-    description = wait_for_end("dist-torchrun")
-
-    # Then both ranks joined and the all-reduce summed ranks 0 and 1
-    assert description["TrainingJobStatus"] == "Completed", description.get("FailureReason")
-    assert model_json(s3, description["ModelArtifacts"]["S3ModelArtifacts"], "allreduce.json") == {
-        "world_size": 2, "sum": 1.0}
-
-
-def test_mpi_style_ranks_form_one_gloo_group(sagemaker, s3, training_request, wait_for_end):
-    # Given an smdistributed-style job on two hosts, ranks from OMPI_COMM_WORLD_* variables (no Open MPI here)
-    request = training_request("dist-mpi", "gloo_allreduce.py", instance_count=2, distribution=SMDDP)
+@pytest.mark.parametrize(("job_name", "distribution"), [("dist-torchrun", TORCH_DISTRIBUTED), ("dist-mpi", SMDDP)],
+                         ids=["torchrun per host", "mpi-style ranks"])
+def test_two_hosts_form_one_gloo_group(sagemaker, s3, training_request, wait_for_end, job_name, distribution):
+    # Given a job on two instances: torch_distributed (one torchrun per host, --nnodes 2) or smdistributed-style
+    # (ranks from OMPI_COMM_WORLD_* variables, meeting through MASTER_ADDR/MASTER_PORT; no Open MPI here)
+    request = training_request(job_name, "gloo_allreduce.py", instance_count=2, distribution=distribution)
 
     # When it runs
     sagemaker.create_training_job(**request)
-    description = wait_for_end("dist-mpi")
+    description = wait_for_end(job_name)
 
-    # Then the two hosts' ranks met through MASTER_ADDR/MASTER_PORT
+    # Then both ranks joined one group and the all-reduce summed ranks 0 and 1
     assert description["TrainingJobStatus"] == "Completed", description.get("FailureReason")
     assert model_json(s3, description["ModelArtifacts"]["S3ModelArtifacts"], "allreduce.json") == {
         "world_size": 2, "sum": 1.0}
