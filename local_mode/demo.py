@@ -48,7 +48,7 @@ class DemoOptions:
     """What `python -m local_mode` lets a user choose; the rest comes from the stack's defaults."""
 
     queries: int = 200
-    epochs: int = 3
+    epochs: int = 10
     entry_point: str = "train_lightning.py"
     distribution: str = "torch_distributed"
     instance_count: int = 1
@@ -111,7 +111,9 @@ def demo_manifest(options: DemoOptions) -> dict[str, Any]:
 
 def follow_job(pipeline: LocalPipeline, job_name: str) -> dict[str, Any]:
     """Wait for the job with a progress bar over the secondary statuses."""
-    with tqdm(total=len(PROGRESS_STEPS), desc=job_name, unit="step", leave=True) as bar:
+    # Redrawn in place on a terminal; in a log (CI, a pipe) only the streamed lines and the summary are useful.
+    with tqdm(total=len(PROGRESS_STEPS), desc=job_name, unit="step", leave=True,
+              disable=not sys.stderr.isatty()) as bar:
         def show(description: dict[str, Any]) -> None:
             status = description["SecondaryStatus"]
             done = PROGRESS_STEPS.index(status) if status in PROGRESS_STEPS else len(PROGRESS_STEPS)
