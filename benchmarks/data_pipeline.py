@@ -30,7 +30,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
@@ -74,11 +73,8 @@ def median_seconds(run: Callable[[], object], repeats: int) -> float:
 
 
 def write_letor_text(folder: Path, queries: int, docs_per_query: int, features: int) -> Path:
-    generated = synthetic.generate(queries, docs_per_query, features)
-    # float64 so the file holds the 4-decimal values as written (`0.8506`), not float32's long repr: real LETOR size.
-    realistic = data.RankingData(generated.features.astype(np.float64).round(4), generated.labels,
-                                 generated.query_offsets)
-    return synthetic.write_letor(realistic, folder, with_qid=True)
+    # write_letor rounds to 4 places, so the file has real LETOR's size per document.
+    return synthetic.write_letor(synthetic.generate(queries, docs_per_query, features), folder, with_qid=True)
 
 
 def measure_parse(text: Path, docs: int, repeats: int) -> StageRate:
