@@ -23,7 +23,6 @@ import math
 import os
 import re
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -32,13 +31,11 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.project_code import DOCS_PER_QUERY
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training_code"))
-
-from ranker import convert, data, synthetic  # noqa: E402  (training_code is a source dir, not a package)
-from ranker.batches import epoch_permutation  # noqa: E402
-from ranker.streaming import StreamingBatches  # noqa: E402
+from ranker import convert, data, synthetic
+from ranker.batches import epoch_permutation
+from ranker.streaming import StreamingBatches
 
 # The trainers' batch: 8192 documents per GPU = 256 whole queries of 32 documents (benchmarks/project_trainers.py).
 BATCH_QUERIES = 256
@@ -214,7 +211,7 @@ def folder_megabytes(folder: Path) -> float:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--queries", type=int, default=2200, help="queries in the synthetic text file")
-    parser.add_argument("--docs-per-query", type=int, default=32, help="documents per query")
+    parser.add_argument("--docs-per-query", type=int, default=DOCS_PER_QUERY, help="documents per query")
     parser.add_argument("--features", type=int, default=136, help="features per document (MSLR-WEB uses 136)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per stage, after one warm-up")
     parser.add_argument("--stream-batches", type=int, default=40, help="batches the loader serves per timed run")

@@ -11,25 +11,20 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
 
+from benchmarks.project_code import DOCS_PER_QUERY
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
 from benchmarks.timing import StepWindows, summarise
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training_code"))
-
-from ranker import engine  # noqa: E402
-from ranker.batches import Batch, DeviceQueries, QueryBatches  # noqa: E402
-from ranker.config import ModelConfig, TrainConfig  # noqa: E402
-from ranker.distributed import detect_topology  # noqa: E402
-from ranker.throughput import NativeHarness, synthetic_session  # noqa: E402
-
-DOCS_PER_QUERY = 32
+from ranker import engine
+from ranker.batches import Batch, DeviceQueries, QueryBatches
+from ranker.config import ModelConfig, TrainConfig
+from ranker.distributed import detect_topology
+from ranker.throughput import NativeHarness, synthetic_session
 
 
 class HostQueryBatches(QueryBatches):

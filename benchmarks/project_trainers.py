@@ -13,29 +13,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-import lightning as L
-import torch
-
 from benchmarks.baselines.common import parse_args
+from benchmarks.lightning_timing import WindowTimer
+from benchmarks.project_code import DOCS_PER_QUERY
 from benchmarks.timing import StepWindows, append_result, summarise
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training_code"))
-
-from ranker import distributed  # noqa: E402  (training_code is a SageMaker source dir, not an installed package)
-from ranker.config import ModelConfig, TrainConfig  # noqa: E402
-from ranker.lightning_module import RankingModule  # noqa: E402
-from ranker.throughput import NativeHarness, synthetic_session  # noqa: E402
-from train_lightning import build_trainer  # noqa: E402
-
-DOCS_PER_QUERY = 32
-
-
-class WindowTimer(L.Callback):
-    def __init__(self, windows: StepWindows) -> None:
-        self.windows = windows
-
-    def on_train_batch_end(self, trainer: L.Trainer, *args) -> None:
-        self.windows.step_done()
+from ranker import distributed
+from ranker.config import ModelConfig, TrainConfig
+from ranker.lightning_module import RankingModule
+from ranker.throughput import NativeHarness, synthetic_session
+from train_lightning import build_trainer
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
 from benchmarks.baselines.common import dense_mlp, parse_args, synthetic_dataset
+from benchmarks.lightning_timing import WindowTimer
 from benchmarks.timing import StepWindows, append_result, summarise
 
 
@@ -30,16 +31,6 @@ class RankingRegressor(L.LightningModule):
 
     def configure_optimizers(self):
         return torch.optim.Adam(self.parameters(), lr=1e-3)
-
-
-class WindowTimer(L.Callback):
-    def __init__(self, windows: StepWindows) -> None:
-        self.windows = windows
-
-    def on_train_batch_end(self, trainer, *args) -> None:
-        self.windows.step_done()
-        if self.windows.finished:
-            trainer.should_stop = True
 
 
 def main() -> None:
