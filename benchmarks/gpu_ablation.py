@@ -2,7 +2,8 @@
 
     python -m benchmarks.gpu_ablation [--widths 1024,4096]
 
-Starting from the project's step (device-resident queries gathered by index, bf16 autocast, fused AdamW), each
+Starting from the project's step (a CUDA-graphed step over device-resident queries gathered by index, bf16 autocast,
+fused AdamW), each
 variant changes one thing and is timed in the same process under the same protocol as benchmarks/gpu_scaling.py.
 The prediction beside each variant was written down before the measurement (METHOD: predict, change, measure).
 """
@@ -41,10 +42,6 @@ class HostQueryBatches(QueryBatches):
             yield tuple(tensor.to(self.device, non_blocking=True) for tensor in batch)
 
 
-def fp32(harness: NativeHarness) -> NativeHarness:
-    return dataclasses.replace(harness, precision="fp32")
-
-
 def unfused_adamw(harness: NativeHarness) -> NativeHarness:
     optimizer = torch.optim.AdamW(harness.model.parameters(), lr=1e-3, weight_decay=0.01, foreach=True)
     return dataclasses.replace(harness, optimizer=optimizer, scheduler=engine.build_scheduler(optimizer, 10_000, 0.05))
@@ -55,17 +52,21 @@ def host_batches(harness: NativeHarness) -> NativeHarness:
     return dataclasses.replace(harness, batches=HostQueryBatches(queries, harness.batches.batch_size, harness.device))
 
 
-# (name, what changes, prediction written before measuring, how the train config changes, how the harness changes)
+# (name, what changes, prediction written before measuring, how the train config changes, how the harness changes).
+# The project step replays a CUDA graph; each variant changes one thing from it.
 VARIANTS: list[tuple[str, str, str, dict, Callable[[NativeHarness], NativeHarness] | None]] = [
-    ("project step", "device-resident index batches, bf16 autocast, fused AdamW", "reference", {}, None),
-    ("fp32 instead of bf16", "no autocast: float32 matmuls", "~8x slower at 4096 (no tensor cores); ~2x at 1024",
-     {}, fp32),
-    ("foreach AdamW instead of fused", "optimizer as a list of kernels", "-5% at 4096, -15% at 1024 (launches)",
-     {}, unfused_adamw),
+    ("project step", "CUDA-graphed step: device-resident index batches, bf16 autocast, fused AdamW", "reference", {},
+     None),
+    ("eager step instead of a CUDA graph", "~150 kernel launches from Python per step",
+     "-50..-65% at 1024 (launch-bound), -2% at 4096", {"cuda_graph": False}, None),
+    ("fp32 instead of bf16", "no autocast: float32 matmuls", "~8x slower at 4096 (no tensor cores); ~3x at 1024",
+     {"precision": "fp32"}, None),
+    ("foreach AdamW instead of fused", "optimizer as a list of kernels (replayed)",
+     "-10% at 4096 (more memory passes), -5% at 1024 (no launch cost left)", {}, unfused_adamw),
     ("host batches instead of device-resident", "gather on the host, pinned copy each step",
-     "-5% at 4096, -30% at 1024 (host gather on the critical path)", {}, host_batches),
-    ("+ torch.compile", "Inductor fuses ReLU, casts and the loss", "+5% at 4096, +20% at 1024 (fewer kernels)",
-     {"compile": True}, None),
+     "-8% at 4096, -40% at 1024 (the host gather now sits in front of a 1 ms step)", {}, host_batches),
+    ("torch.compile instead of a CUDA graph", "Inductor fuses ReLU, casts and the loss; eager launches",
+     "-55% at 1024 (launch-bound again), +1% at 4096", {"compile": True}, None),
 ]
 
 

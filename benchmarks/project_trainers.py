@@ -27,6 +27,9 @@ from train_lightning import build_trainer
 def main() -> None:
     trainer_name = sys.argv.pop(sys.argv.index("--trainer") + 1)
     sys.argv.remove("--trainer")
+    eager = "--eager" in sys.argv  # the CUDA-graph ablation: both trainers replay a captured step by default
+    if eager:
+        sys.argv.remove("--eager")
     args = parse_args(__doc__)
     if args.batch_size % DOCS_PER_QUERY:
         raise SystemExit(f"--batch-size: {args.batch_size} is not a multiple of {DOCS_PER_QUERY} documents per query")
@@ -39,13 +42,16 @@ def main() -> None:
         # The bf16 variant is the ablation of gradient compression (fp32, DDP's own path, is the default).
         allreduce_dtype = "bf16" if trainer_name == "native-bf16-allreduce" else "fp32"
         train = TrainConfig(batch_size=args.batch_size // DOCS_PER_QUERY, log_every=10**9, checkpoint_every=0,
-                            allreduce_dtype=allreduce_dtype)
+                            allreduce_dtype=allreduce_dtype, cuda_graph=not eager)
         # One epoch covers the whole run, so the Lightning loop's end-of-epoch validation stays out of the timing.
         session = synthetic_session(model, train, topology, device, docs_per_query=DOCS_PER_QUERY,
                                     batches_of_data=windows.total_steps + 1,
                                     work_dir=Path(tempfile.mkdtemp(prefix="bench-")))
         if trainer_name in ("native", "native-bf16-allreduce"):
-            NativeHarness.build(session).run(windows.total_steps, on_step=windows.step_done)
+            # The same learning-rate schedule as the Lightning run: the weights' values move the GEMMs' power draw
+            # and with it their clock, so both trainers must follow the same trajectory.
+            NativeHarness.build(session, total_steps=windows.total_steps).run(windows.total_steps,
+                                                                               on_step=windows.step_done)
         elif trainer_name == "lightning":
             module = RankingModule(session, session.training_batches(), windows.total_steps)
             trainer = build_trainer(session, windows.total_steps)

@@ -49,6 +49,7 @@ def train(session: Session) -> None:
     trained = engine.wrap_ddp(torch.compile(model) if config.compile else model, device, topology.world_size,
                               config.allreduce_dtype)
     loss_function = LOSSES[config.loss]
+    step_function = engine.step_function(trained, optimizer, scheduler, loss_function, device, config)
     progress = Progress(total_steps, topology.is_main, step)
     if resumed is not None:
         progress.note(f"resumed from {resumed['path']} at step {step}")
@@ -58,7 +59,7 @@ def train(session: Session) -> None:
 
     while step < total_steps:
         for batch in batches.epoch_batches(epoch, position):
-            loss = engine.train_step(trained, optimizer, scheduler, batch, loss_function, device, config.precision)
+            loss = step_function(batch)
             meter.add(loss, batch[2])
             step, position = step + 1, position + 1
             if position == batches.steps_per_epoch:
@@ -66,7 +67,7 @@ def train(session: Session) -> None:
             stopping = False
             if step % config.log_every == 0 or step == total_steps:
                 window, stopping = meter.read(stop.received)
-                last_metrics = {"epoch": epoch, "step": step, **window, "learning_rate": scheduler.get_last_lr()[0]}
+                last_metrics = {"epoch": epoch, "step": step, **window, "learning_rate": engine.learning_rate(scheduler)}
                 session.history.append(last_metrics)
                 progress.report(last_metrics)
             if stopping or (config.checkpoint_every and step % config.checkpoint_every == 0):

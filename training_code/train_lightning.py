@@ -23,24 +23,31 @@ from collections.abc import Sequence
 import lightning as L
 from lightning.pytorch.strategies import DDPStrategy, SingleDeviceStrategy
 
-from ranker import engine
 from ranker.cluster_environment import SageMakerEnvironment
 from ranker.lightning_module import RankingModule
 from ranker.session import Session, finish_session, run_training
 
 
+class ModuleWrapsDDP(DDPStrategy):
+    """Lightning's multi-process set-up (cluster environment, process group, one device per rank) without wrapping
+    the LightningModule in DDP: RankingModule wraps its model itself (engine.wrap_ddp, the native loop's settings)
+    so that its step, CUDA-graphed on GPU, owns the all-reduce."""
+
+    def configure_ddp(self) -> None:
+        pass
+
+
 def build_trainer(session: Session, steps_left: int) -> L.Trainer:
     topology, device = session.topology, session.device
     if topology.world_size > 1:
-        strategy = DDPStrategy(cluster_environment=SageMakerEnvironment(topology),
-                               process_group_backend=session.backend, gradient_as_bucket_view=True, static_graph=True,
-                               ddp_comm_hook=engine.ddp_comm_hook(device, session.config.train.allreduce_dtype))
+        strategy = ModuleWrapsDDP(cluster_environment=SageMakerEnvironment(topology),
+                                  process_group_backend=session.backend)
     else:
         strategy = SingleDeviceStrategy(device=device)
-    mixed = device.type == "cuda" and session.config.train.precision == "bf16"
+    # "32-true": the engine's step applies bf16 autocast itself, exactly as in the native loop.
     return L.Trainer(accelerator="gpu" if device.type == "cuda" else "cpu", devices=topology.local_world_size,
                      num_nodes=topology.num_nodes, strategy=strategy, max_steps=steps_left, max_epochs=-1,
-                     precision="bf16-mixed" if mixed else "32-true", logger=False,
+                     precision="32-true", logger=False,
                      enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                      num_sanity_val_steps=0, use_distributed_sampler=False)
 
@@ -51,7 +58,7 @@ def train(session: Session) -> None:
     module = RankingModule(session, batches, total_steps)
     if module.step < total_steps:
         build_trainer(session, total_steps - module.step).fit(module)
-    if module.stop.received:
+    if module.stopped:
         return
     module.to(session.device)  # Lightning hands the module back on the CPU after fit
     module.progress.close()

@@ -82,11 +82,14 @@ def test_a_rank_killed_mid_run_restarts_resumes_and_ends_like_an_uninterrupted_r
     assert_same_weights(dirs.weights(), uninterrupted.weights())
 
 
-def test_sigterm_to_every_rank_checkpoints_then_a_second_run_finishes_identically(tmp_path, channel, uninterrupted):
-    # Given a 2-rank torchrun job past its first checkpoint
+@pytest.mark.parametrize("script", ["train_ddp.py", "train_lightning.py"])
+def test_sigterm_to_every_rank_checkpoints_then_a_second_run_finishes_identically(tmp_path, channel, uninterrupted,
+                                                                                  script):
+    # Given a 2-rank torchrun job past its first checkpoint (both loops train identically: the uninterrupted run is
+    # the native one)
     dirs = run_dirs(tmp_path)
     args = ["--train", str(channel), *RESUMABLE, *dirs.flags()]
-    job = start_torchrun("train_ddp.py", args, max_restarts=0)
+    job = start_torchrun(script, args, max_restarts=0)
     wait_for_first_checkpoint(job, dirs)
     # When every rank gets SIGTERM (SageMaker's notice before a spot interruption)
     for pid in wait_for_ranks(job, 2).values():
@@ -98,7 +101,7 @@ def test_sigterm_to_every_rank_checkpoints_then_a_second_run_finishes_identicall
     assert (dirs.checkpoint_dir / f"step-{stopped_at:09d}.pt").is_file()
     assert not (dirs.model_dir / "model.safetensors").exists()
     # When the job runs again with the same flags, Then it resumes there and ends like the uninterrupted run
-    rerun = run_torchrun("train_ddp.py", args)
+    rerun = run_torchrun(script, args)
     assert [int(step) for step in RESUMED.findall(rerun)] == [stopped_at]
     assert_same_weights(dirs.weights(), uninterrupted.weights())
 

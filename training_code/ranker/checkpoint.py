@@ -80,6 +80,10 @@ class StopSignal:
 
     def __init__(self) -> None:
         self.received = False
+        self.install()
+
+    def install(self) -> None:
+        """(Re)claims SIGTERM, e.g. after a framework put its own handler in front."""
         signal.signal(signal.SIGTERM, self._handle)
 
     def _handle(self, signum: int, frame: object) -> None:

@@ -17,6 +17,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ranker import distributed
 from ranker.batches import Batch, DeviceQueries
+from ranker.captured_step import CapturedStep, use_capture_stream
 from ranker.config import ModelConfig, TrainConfig
 from ranker.metrics import ndcg_sums
 from ranker.model import RankingMLP
@@ -89,6 +90,39 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: to
     optimizer.step()
     scheduler.step()
     return loss.detach()
+
+
+def uses_cuda_graph(config: TrainConfig, device: torch.device) -> bool:
+    """CUDA graphs on GPU unless turned off, or unless `--compile` (Inductor's kernels instead) or the bf16
+    all-reduce hook (Python per bucket, which a replay would skip) is on."""
+    return device.type == "cuda" and config.cuda_graph and not config.compile and config.allreduce_dtype == "fp32"
+
+
+def prepare_device(config: TrainConfig, device: torch.device) -> None:
+    """Per-process device set-up before any model exists: the stream a captured step needs."""
+    if uses_cuda_graph(config, device):
+        use_capture_stream(device)
+
+
+def step_function(model: nn.Module, optimizer: torch.optim.Optimizer,
+                  scheduler: torch.optim.lr_scheduler.LRScheduler, loss_function: LossFunction, device: torch.device,
+                  config: TrainConfig) -> Callable[[Batch], torch.Tensor]:
+    """The step a loop calls once per batch: replayed from a CUDA graph where `uses_cuda_graph`, else eager."""
+    if not uses_cuda_graph(config, device):
+        return lambda batch: train_step(model, optimizer, scheduler, batch, loss_function, device, config.precision)
+    captured = CapturedStep(model, optimizer, loss_function, device, config.precision)
+
+    def replay(batch: Batch) -> torch.Tensor:
+        loss = captured(batch)
+        scheduler.step()  # writes the learning rate tensor the next replay reads
+        return loss
+
+    return replay
+
+
+def learning_rate(scheduler: torch.optim.lr_scheduler.LRScheduler) -> float:
+    """The current learning rate as a number (a device tensor under CUDA graphs: reading it syncs, so log only)."""
+    return float(scheduler.get_last_lr()[0])
 
 
 @torch.no_grad()

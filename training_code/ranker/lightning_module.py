@@ -1,4 +1,10 @@
-"""The Lightning loop: the same model, data, step and metrics as the native loop, driven by a Trainer."""
+"""The Lightning loop: the same model, data, step and metrics as the native loop, driven by a Trainer.
+
+The step is the engine's (`engine.step_function`: a CUDA-graph replay on GPU, eager elsewhere), run under Lightning's
+manual optimization, with the model wrapped in DDP by the module rather than by the strategy (train_lightning's
+`ModuleWrapsDDP`): a captured step has to own the backward pass, the optimizer step and the DDP wrapper it records.
+Lightning drives the loop, hooks, callbacks and the processes; the per-step work is identical to the native loop's.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,10 @@ from ranker.losses import LOSSES
 from ranker.meter import TrainingMeter
 from ranker.progress import Progress
 from ranker.session import Session, evaluation_metrics
+
+
+# Lightning's per-step SIGTERM broadcast (a private method; tests/training checks the pinned Lightning still has it).
+PER_STEP_SIGTERM_CHECK = "_broadcast_sigterm_tensor"
 
 
 class RankingModule(L.LightningModule):
@@ -32,7 +42,9 @@ class RankingModule(L.LightningModule):
             session.history = self.resumed["history"]
             batches.resume_at(self.epoch, self.position)
         self.last_metrics: dict[str, float] = {}
+        self.automatic_optimization = False  # the engine's step runs backward and the optimizer itself
         self.stop = checkpoint.StopSignal()
+        self.stopped = False  # set on every rank once the ranks agreed to stop on a SIGTERM
         self.progress = Progress(total_steps, session.topology.is_main, self.step)
 
     def configure_optimizers(self) -> dict[str, Any]:
@@ -44,6 +56,12 @@ class RankingModule(L.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     def on_train_start(self) -> None:
+        self.take_over_sigterm()
+        config, topology = self.session.config.train, self.session.topology
+        # A function, not a module attribute: the DDP wrapper must stay out of this module's state_dict.
+        self.step_function = engine.step_function(
+            engine.wrap_ddp(self.model, self.device, topology.world_size, config.allreduce_dtype),
+            self.optimizers().optimizer, self.lr_schedulers(), self.loss_function, self.device, config)
         self.meter = TrainingMeter(self.device)
         if self.resumed is not None:
             self.progress.note(f"resumed from {self.resumed['path']} at step {self.step}")
@@ -53,11 +71,8 @@ class RankingModule(L.LightningModule):
     def train_dataloader(self) -> QueryBatches:
         return self.batches
 
-    def training_step(self, batch: Batch, batch_index: int) -> torch.Tensor:
-        features, labels, mask = batch
-        loss = self.loss_function(self.model(features), labels, mask)
-        self.meter.add(loss.detach(), mask)
-        return loss
+    def training_step(self, batch: Batch, batch_index: int) -> None:
+        self.meter.add(self.step_function(batch), batch[2])
 
     def on_train_batch_end(self, outputs: Any, batch: Batch, batch_index: int) -> None:
         self.step, self.position = self.step + 1, self.position + 1
@@ -69,14 +84,28 @@ class RankingModule(L.LightningModule):
         if self.step % config.log_every == 0 or self.step == self.total_steps:
             window, stopping = self.meter.read(self.stop.received)
             self.last_metrics = {"epoch": self.epoch, "step": self.step, **window,
-                                 "learning_rate": self.lr_schedulers().get_last_lr()[0]}
+                                 "learning_rate": engine.learning_rate(self.lr_schedulers())}
             self.session.history.append(self.last_metrics)
             self.progress.report(self.last_metrics)
         if stopping or (config.checkpoint_every and self.step % config.checkpoint_every == 0):
             self.save_checkpoint()
         if stopping:
             self.progress.note(f"SIGTERM: checkpoint written at step {self.step}; rerun to resume")
+            self.stopped = self.trainer.should_stop = True
+        if self.step == self.total_steps:  # the engine steps the raw optimizer, so Lightning's step count stays at 0
             self.trainer.should_stop = True
+
+    def take_over_sigterm(self) -> None:
+        """SIGTERM is handled as in the native loop: StopSignal notes it and the ranks agree on it inside the
+        meter's all-reduce at the next log step. Lightning 2.6 handles it too, at a price: on several processes its
+        loop broadcasts a flag and reads it back on the host before every step (Lightning-AI/pytorch-lightning#21487),
+        which drains the GPU's queue each step, and its handler broadcasts from inside the signal handler, at
+        whatever point of the step the signal lands. Lightning installs its handler when `fit` starts, so ours is
+        put back in front here and the loop's per-step check, which could then only ever read 0, is switched off."""
+        self.stop.install()
+        epoch_loop = self.trainer.fit_loop.epoch_loop
+        if self.trainer.world_size > 1 and hasattr(epoch_loop, PER_STEP_SIGTERM_CHECK):
+            setattr(epoch_loop, PER_STEP_SIGTERM_CHECK, lambda: None)
 
     def save_checkpoint(self) -> None:
         checkpoint.save_training_state(

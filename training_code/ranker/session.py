@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ranker import data as ranking_data
-from ranker import distributed, export, plots, shards
+from ranker import distributed, engine, export, plots, shards
 from ranker.batches import DeviceQueries, EpochBatches, QueryBatches
 from ranker.checkpoint import seed_everything
 from ranker.config import ModelConfig, RunConfig, parse_config
@@ -68,6 +68,7 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
     backend = distributed.resolve_backend(config.train.backend, topology, device.type == "cuda",
                                           distributed.smddp_available() if topology.launcher == "mpirun" else False)
     distributed.init_process_group(topology, backend, device)
+    engine.prepare_device(config.train, device)
     seed_everything(config.train.seed, topology.rank)
     train, validation, test = load_splits(config)
     model_config = dataclasses.replace(config.model, num_features=train.num_features,

@@ -31,6 +31,7 @@ def synthetic_session(model: ModelConfig, train: TrainConfig, topology: Topology
                       backend: str = "") -> Session:
     """A session over synthetic queries: `batches_of_data` global batches of training data (the order reshuffles
     each epoch), a small validation set; the process group must already be initialised for world sizes above 1."""
+    engine.prepare_device(train, device)
     global_queries = train.batch_size * topology.world_size * batches_of_data
     data = generate(global_queries + 64, docs_per_query, model.num_features or 136, seed=train.seed)
     training = data.select_queries(torch.arange(global_queries).numpy())
@@ -51,7 +52,7 @@ class NativeHarness:
     batches: EpochBatches
     loss_function: Callable
     device: torch.device
-    precision: str
+    config: TrainConfig
 
     @classmethod
     def build(cls, session: Session, total_steps: int = 10_000) -> NativeHarness:
@@ -61,17 +62,17 @@ class NativeHarness:
         scheduler = engine.build_scheduler(optimizer, total_steps, config.warmup_fraction)
         trained = engine.wrap_ddp(torch.compile(model) if config.compile else model, device, topology.world_size,
                                   config.allreduce_dtype)
-        return cls(trained, optimizer, scheduler, session.training_batches(), LOSSES[config.loss], device,
-                   config.precision)
+        return cls(trained, optimizer, scheduler, session.training_batches(), LOSSES[config.loss], device, config)
 
     def run(self, steps: int, on_step: Callable[[], None] | None = None) -> torch.Tensor:
         """`steps` optimizer steps across as many epochs as needed; returns the summed loss, still on the device."""
+        step = engine.step_function(self.model, self.optimizer, self.scheduler, self.loss_function, self.device,
+                                    self.config)
         loss_sum = torch.zeros((), device=self.device)
         done, epoch = 0, 0
         while done < steps:
             for batch in self.batches.epoch_batches(epoch):
-                loss_sum += engine.train_step(self.model, self.optimizer, self.scheduler, batch, self.loss_function,
-                                              self.device, self.precision)
+                loss_sum += step(batch)
                 done += 1
                 if on_step is not None:
                     on_step()

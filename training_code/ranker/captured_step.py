@@ -1,0 +1,86 @@
+"""The whole training step (forward, loss, backward, DDP's all-reduce, optimizer) captured once as a CUDA graph
+and replayed for every later batch.
+
+Why: at width 1024 the eager step is bound by launching ~150 small kernels from Python (docs/benchmarks.md); a replay
+is one launch, so the GPU runs back to back and the loop's own Python (Lightning's included) hides under it.
+
+What capture needs, and where it comes from:
+- fixed shapes: every batch of a run has the same `[queries, max_docs, features]` (the data is padded per run), and
+  each is copied into the graph's static input buffers;
+- no host synchronisation inside the step (the engine has none) and autocast without its weight cache;
+- an optimizer that can be captured: fused AdamW with `capturable=True` and the learning rate as a device tensor,
+  which the scheduler then rewrites in place (`CapturedStep` switches the optimizer over when it is built);
+- warm-up before capture: a few eager steps (cuBLAS workspaces, the allocator; DDP builds its buckets and needs 11
+  eager iterations before its all-reduce can be captured);
+- a stream other than the legacy default one, current from before the model is wrapped in DDP to the end: DDP keeps
+  each parameter's gradient accumulator, which remembers the stream it was made on, and capture fails if that is the
+  default stream (`use_capture_stream`, called where the run starts).
+The warm-up steps train on real batches, so a captured run sees exactly the batches an eager run sees.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ranker.batches import Batch
+
+EAGER_STEPS_BEFORE_CAPTURE = 3
+EAGER_STEPS_BEFORE_CAPTURE_DDP = 11
+
+
+def use_capture_stream(device: torch.device) -> None:
+    """Makes a fresh non-default stream current on `device` for the rest of the process (see the module docstring)."""
+    torch.cuda.set_stream(torch.cuda.Stream(device))
+
+
+class CapturedStep:
+    """Call it like engine.train_step (without the scheduler, which the caller steps): returns the batch's loss as
+    a device tensor that the next call overwrites, so consume it (e.g. add it to a sum) before calling again."""
+
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, loss_function, device: torch.device,
+                 precision: str = "bf16"):
+        if torch.cuda.current_stream(device) == torch.cuda.default_stream(device):
+            raise RuntimeError("CapturedStep: the default stream is current; call use_capture_stream(device) before "
+                               "the model is wrapped in DDP")
+        self.model, self.optimizer, self.loss_function = model, optimizer, loss_function
+        self.device, self.autocast = device, precision == "bf16"
+        for group in optimizer.param_groups:  # a float learning rate would be frozen into the graph
+            group["lr"] = torch.as_tensor(group["lr"], dtype=torch.float32, device=device)
+            group["capturable"] = True
+        distributed = isinstance(model, nn.parallel.DistributedDataParallel)
+        self.eager_steps_left = EAGER_STEPS_BEFORE_CAPTURE_DDP if distributed else EAGER_STEPS_BEFORE_CAPTURE
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.static_batch: Batch | None = None
+        self.static_loss: torch.Tensor | None = None
+
+    def _forward_backward_step(self, batch: Batch) -> torch.Tensor:
+        features, labels, mask = batch
+        # The autocast cache would keep the bf16 weight copies made during capture alive and stale: off.
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.autocast, cache_enabled=False):
+            scores = self.model(features)
+        loss = self.loss_function(scores, labels, mask)
+        loss.backward()
+        self.optimizer.step()
+        return loss.detach()
+
+    def __call__(self, batch: Batch) -> torch.Tensor:
+        if self.graph is not None:
+            for static, new in zip(self.static_batch, batch):
+                static.copy_(new, non_blocking=True)
+            self.graph.replay()
+            return self.static_loss
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.eager_steps_left > 0:
+            self.eager_steps_left -= 1
+            return self._forward_backward_step(batch)
+        return self._capture(batch)
+
+    def _capture(self, batch: Batch) -> torch.Tensor:
+        """Records the step on this batch (recording runs nothing), then replays it once to train on the batch."""
+        self.static_batch = tuple(tensor.clone() for tensor in batch)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph, stream=torch.cuda.current_stream(self.device)):
+            self.static_loss = self._forward_backward_step(self.static_batch)
+        self.graph.replay()
+        return self.static_loss
