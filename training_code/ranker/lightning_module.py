@@ -68,6 +68,11 @@ class RankingModule(L.LightningModule):
             if self.resumed["rng"] is not None:
                 checkpoint.set_rng_state(self.resumed["rng"])
 
+    def on_train_end(self) -> None:
+        # A captured step holds NCCL work inside its CUDA graph: it must be gone before the process group is
+        # destroyed, or that destruction waits forever (the native loop's step dies with its function's scope).
+        self.step_function = None
+
     def train_dataloader(self) -> QueryBatches:
         return self.batches
 
