@@ -201,6 +201,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--processes", type=int, default=2, help="CPU smoke runs only: ranks for the multi layout")
     parser.add_argument("--raw-dir", type=Path, default=None, help="where logs and raw JSON lines go")
     parser.add_argument("--doc", type=Path, default=BENCHMARKS_DOC)
+    parser.add_argument("--note", default="", help="a line of provenance to add to the doc section (with --render-only)")
     parser.add_argument("--render-only", action="store_true",
                         help="run nothing: render the table, plot and doc section from --raw-dir's results")
     args = parser.parse_args(argv)
@@ -253,7 +254,8 @@ def render(args: argparse.Namespace, results_path: Path, run: dict) -> None:
         f"{args.steps_per_window} steps for the project's trainers; 5 and {args.naive_steps_per_window} for the "
         f"naive baselines, which run 10-100x slower)\n"
         f"- Project trainers: one CUDA-graphed step (ranker.captured_step) with fused bf16 layers, fp32 all-reduce; "
-        f"Lightning runs that same step under manual optimization\n\n"
+        f"Lightning runs that same step under manual optimization\n"
+        + (f"- {args.note}\n" if args.note else "") + "\n"
         f"{table}\n\n![scaling]({plot_path.name})\n"
     )
     write_section("gpu-scaling", "GPU throughput and scaling", body, doc=args.doc)

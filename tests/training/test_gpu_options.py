@@ -7,7 +7,9 @@ import torch
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import bf16_compress_hook
 
 from ranker import engine
-from ranker.config import parse_config
+from ranker.config import ModelConfig, TrainConfig, parse_config
+from ranker.losses import LOSSES
+from ranker.model import RankingMLP
 
 
 @pytest.mark.parametrize(
@@ -31,3 +33,40 @@ def test_unknown_precision_is_refused_naming_the_flag(tmp_path, flag):
     # Given a precision nobody supports / When the configuration is parsed / Then the error names the field and fix
     with pytest.raises(ValueError, match=r"(precision|allreduce_dtype): bad value 'fp16': use bf16 or fp32"):
         parse_config(["--train", str(tmp_path), flag, "fp16"], {}, "test")
+
+
+@pytest.mark.parametrize(
+    ("device", "changes", "captured"),
+    [("cuda", {}, True), ("cuda", {"cuda_graph": False}, False), ("cuda", {"compile": True}, False),
+     ("cuda", {"allreduce_dtype": "bf16"}, False), ("cpu", {}, False)],
+)
+def test_the_step_is_captured_on_gpu_unless_something_needs_eager_kernels(device, changes, captured):
+    # Given a device and the flags / When the loop asks whether its step is a CUDA graph
+    # Then only GPU runs without torch.compile or the bf16 hook (Python per bucket) capture it
+    assert engine.uses_cuda_graph(TrainConfig(**changes), torch.device(device)) is captured
+
+
+def test_on_cpu_the_default_step_is_the_eager_one_and_trains():
+    # Given the default config (CUDA graphs on) on the CPU
+    torch.manual_seed(0)
+    model = RankingMLP(ModelConfig(num_features=6, width=8, num_layers=3, norm="none", dropout=0.0))
+    optimizer = engine.build_optimizer(model, TrainConfig(), torch.device("cpu"))
+    scheduler = engine.build_scheduler(optimizer, total_steps=4, warmup_fraction=0.5)
+    step = engine.step_function(model, optimizer, scheduler, LOSSES["listwise"], torch.device("cpu"), TrainConfig())
+    batch = (torch.randn(2, 5, 6), torch.randint(0, 3, (2, 5)).float(), torch.ones(2, 5, dtype=torch.bool))
+    before = [parameter.detach().clone() for parameter in model.parameters()]
+    # When it runs a step / Then the weights moved and the learning rate is read as a plain number
+    loss = step(batch)
+    assert loss.dim() == 0 and torch.isfinite(loss)
+    assert any(not torch.equal(old, new) for old, new in zip(before, model.parameters()))
+    assert isinstance(engine.learning_rate(scheduler), float)
+
+
+def test_the_pinned_lightning_still_has_the_per_step_sigterm_check_the_module_switches_off():
+    # The Lightning module turns off a private per-step broadcast (see RankingModule.take_over_sigterm); a Lightning
+    # upgrade that renames it must fail here rather than silently bring the host sync back.
+    from lightning.pytorch.loops.training_epoch_loop import _TrainingEpochLoop
+
+    from ranker.lightning_module import PER_STEP_SIGTERM_CHECK
+
+    assert callable(getattr(_TrainingEpochLoop, PER_STEP_SIGTERM_CHECK, None))

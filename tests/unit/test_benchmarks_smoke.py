@@ -261,3 +261,45 @@ def test_project_trainers_run_under_torchrun_with_two_gloo_ranks(tmp_path, train
     [result] = [json.loads(line) for line in results.read_text().splitlines()]
     assert (result["trainer"], result["world_size"], result["width"]) == (trainer, 2, 16)
     assert len(result["window_samples_per_second"]) == 2 and result["samples_per_second"] > 0
+
+
+def _kernel(name: str, start: float, duration: float, stream: int = 7) -> dict:
+    return {"ph": "X", "cat": "kernel", "name": name, "ts": start, "dur": duration, "args": {"stream": stream}}
+
+
+def test_the_profile_breakdown_splits_kernel_time_and_finds_exposed_communication():
+    from benchmarks.gpu_profile import breakdown
+
+    # Given 2 steps of a trace (µs): a GEMM, a ReLU, the optimizer, and an all-reduce on its own stream that overlaps
+    # the GEMM of each step for 30 µs and then runs 20 µs alone
+    trace = {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 500}]}
+    for step in range(2):
+        t = step * 200.0
+        trace["traceEvents"] += [
+            _kernel("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT", t, 100),
+            _kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", t + 70, 50, stream=9),
+            _kernel("vectorized_elementwise_kernel<clamp_scalar>", t + 120, 20),
+            _kernel("multi_tensor_apply_kernel<FusedOptimizer>", t + 150, 30),
+        ]
+    # When it is broken down per step
+    rows, heaviest = breakdown(trace, steps=2)
+    figures = dict(rows)
+    # Then each class has its time per step (in ms), NCCL is split into hidden and exposed, and idle time is what no
+    # kernel covers: the trace spans 380 µs, kernels cover 170 µs of each step (10 µs gap before the optimizer, and
+    # 20 µs between the steps)
+    assert figures["kernels: matrix products"] == pytest.approx(0.100)
+    assert figures["kernels: communication"] == pytest.approx(0.050)
+    assert figures["kernels: optimizer"] == pytest.approx(0.030)
+    assert figures["kernels: elementwise and reductions"] == pytest.approx(0.020)
+    assert figures["NCCL hidden under compute"] == pytest.approx(0.030)
+    assert figures["NCCL exposed"] == pytest.approx(0.020)
+    assert figures["wall time"] == pytest.approx(0.190)
+    assert figures["GPU idle (no kernel running)"] == pytest.approx((380 - 2 * 170) / 2 / 1000)
+    assert heaviest[0][0].startswith("nvjet") and heaviest[0][2] == 1
+
+
+def test_the_profile_breakdown_refuses_a_trace_without_gpu_kernels():
+    from benchmarks.gpu_profile import breakdown
+
+    with pytest.raises(SystemExit, match="no GPU kernels"):
+        breakdown({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 5}]}, steps=1)
