@@ -175,8 +175,8 @@ def verdict(loader: StageRate, gpu_rates: dict[int, float]) -> str:
                        for width, rate in sorted(short.items()))
     return (f"The streaming loader's one thread ({loader.docs_per_second:,.0f} docs/s on this {os.cpu_count()}-core "
             f"machine) does not keep up with the native trainer everywhere: {widths} loader processes filling "
-            "batches in parallel per GPU, each on a core of its own (StreamingBatches has one thread today, and its "
-            "per-query copies hold the interpreter lock, so more threads would not add cores). Below that the GPU "
+            "batches in parallel per GPU, each on a core of its own (StreamingBatches has one thread today; its row "
+            "gathers release the interpreter lock only in part, so threads would add little). Below that the GPU "
             "waits for data; the in-memory path (GPU-resident queries, ranker.batches) has no such limit while the "
             "data fits in GPU memory.")
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 from ranker import data, shards
+from ranker.batches import epoch_permutation
 from ranker.config import ModelConfig, TrainConfig
 from ranker.distributed import detect_topology
 from ranker.streaming import StreamingBatches
@@ -75,3 +77,25 @@ def test_harness_runs_exactly_the_steps_asked_and_learns(tmp_path):
     # Then every step called back, the schedule advanced by each step, and the loss went down
     assert len(seen) == 10 and harness.scheduler.last_epoch == 100
     assert last < first
+
+
+def test_queries_of_different_lengths_stream_exactly_as_the_padded_in_memory_queries(tmp_path):
+    # Given queries of 1 to 9 documents (padded to 9), spread over several shards, log1p on
+    generator = np.random.default_rng(3)
+    lengths = generator.integers(1, 10, size=40)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    ranking = data.RankingData(generator.random((offsets[-1], 5), dtype=np.float32) * 10,
+                               generator.integers(0, 5, offsets[-1]).astype(np.float32), offsets)
+    shards.write_shards(ranking, tmp_path, docs_per_shard=50)
+    padded_features, padded_labels, padded_mask = ranking.padded(9)
+    batches = StreamingBatches(tmp_path, batch_size=6, rank=0, world_size=1, seed=2, device=torch.device("cpu"),
+                               log1p=True)
+    # When an epoch is streamed
+    order = batches.local_queries[epoch_permutation(len(batches.local_queries), 2, 0).numpy()]
+    first_query = np.cumsum([0] + [shard.num_queries for shard in batches.shards])
+    for step, (features, labels, mask) in enumerate(batches.epoch_batches(epoch=0)):
+        # Then slot i holds query i of the epoch's order, rows and padding exactly as the in-memory layout has them
+        queries = [first_query[s] + q for s, q in order[step * 6:(step + 1) * 6]]
+        np.testing.assert_allclose(features.numpy(), np.log1p(padded_features[queries]), rtol=1e-6)
+        np.testing.assert_array_equal(labels.numpy(), padded_labels[queries])
+        np.testing.assert_array_equal(mask.numpy(), padded_mask[queries])
