@@ -12,20 +12,19 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
 
 from benchmarks.project_code import DOCS_PER_QUERY
+from benchmarks.project_trainers import benchmark_session
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
 from benchmarks.timing import StepWindows, summarise
 from ranker import engine
 from ranker.batches import Batch, DeviceQueries, QueryBatches
-from ranker.config import ModelConfig, TrainConfig
 from ranker.distributed import detect_topology
-from ranker.throughput import NativeHarness, synthetic_session
+from ranker.throughput import NativeHarness
 
 
 class HostQueryBatches(QueryBatches):
@@ -80,10 +79,7 @@ VARIANTS: list[tuple[str, str, str, dict, Callable[[NativeHarness], NativeHarnes
 def measure(width: int, batch_queries: int, windows_args: tuple[int, int, int], device: torch.device,
             train_changes: dict, harness_change: Callable[[NativeHarness], NativeHarness] | None) -> float:
     windows = StepWindows(*windows_args, device)
-    model = ModelConfig(num_features=136, width=width, norm="none", dropout=0.0)
-    train = TrainConfig(batch_size=batch_queries, log_every=10**9, checkpoint_every=0, **train_changes)
-    session = synthetic_session(model, train, detect_topology(), device, docs_per_query=DOCS_PER_QUERY,
-                                batches_of_data=8, work_dir=Path(tempfile.mkdtemp(prefix="ablation-")))
+    session = benchmark_session(width, batch_queries, detect_topology(), device, batches_of_data=8, **train_changes)
     harness = NativeHarness.build(session)
     if harness_change is not None:
         harness = harness_change(harness)

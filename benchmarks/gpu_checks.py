@@ -14,24 +14,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
-from pathlib import Path
 
 import torch
 
-from benchmarks.project_code import DOCS_PER_QUERY
+from benchmarks.project_trainers import benchmark_session
 from ranker import distributed, engine
-from ranker.config import ModelConfig, TrainConfig
-from ranker.throughput import NativeHarness, synthetic_session
+from ranker.throughput import NativeHarness
 
 
 def train(cuda_graph: bool, width: int, steps: int, fused: bool = True) -> tuple[dict[str, torch.Tensor], float]:
     topology = distributed.detect_topology()
     device = distributed.device_for(topology)
-    model = ModelConfig(num_features=136, width=width, norm="none", dropout=0.0)
-    train_config = TrainConfig(batch_size=64, cuda_graph=cuda_graph, warmup_fraction=0.5)
-    session = synthetic_session(model, train_config, topology, device, docs_per_query=DOCS_PER_QUERY,
-                                batches_of_data=steps, work_dir=Path(tempfile.mkdtemp(prefix="gpu-checks-")))
+    session = benchmark_session(width, 64, topology, device, batches_of_data=steps, cuda_graph=cuda_graph,
+                                warmup_fraction=0.5)
     torch.manual_seed(0)
     harness = NativeHarness.build(session, total_steps=steps)
     engine.unwrap(harness.model).fused = fused

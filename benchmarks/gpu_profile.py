@@ -19,15 +19,11 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-import lightning as L
 import torch
 
 from benchmarks.project_code import DOCS_PER_QUERY
+from benchmarks.project_trainers import benchmark_session, run_project_trainer
 from ranker import distributed
-from ranker.config import ModelConfig, TrainConfig
-from ranker.lightning_module import RankingModule
-from ranker.throughput import NativeHarness, synthetic_session
-from train_lightning import build_trainer
 
 KERNEL_CLASSES = (  # first match wins
     ("communication", re.compile(r"nccl", re.I)),
@@ -99,17 +95,12 @@ def profile_steps(trainer_name: str, width: int, batch_size: int, warmup: int, s
                   cuda_graph: bool) -> None:
     topology = distributed.detect_topology()
     device = distributed.device_for(topology)
-    model = ModelConfig(num_features=136, width=width, norm="none", dropout=0.0)
-    train = TrainConfig(batch_size=batch_size // DOCS_PER_QUERY, log_every=10**9, checkpoint_every=0,
-                        cuda_graph=cuda_graph)
-    session = synthetic_session(model, train, topology, device, docs_per_query=DOCS_PER_QUERY,
-                                batches_of_data=warmup + steps + 1, work_dir=Path(tempfile.mkdtemp(prefix="prof-")))
+    session = benchmark_session(width, batch_size // DOCS_PER_QUERY, topology, device, warmup + steps + 1,
+                                cuda_graph=cuda_graph)
     activities = [torch.profiler.ProfilerActivity.CUDA] if device.type == "cuda" else []
     profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, *activities],
                                       schedule=torch.profiler.schedule(wait=0, warmup=warmup, active=steps),
                                       on_trace_ready=lambda prof: prof.export_chrome_trace(str(trace_path)))
-    if trainer_name not in ("native", "lightning"):
-        raise SystemExit(f"--trainers: {trainer_name!r} is not native or lightning")
     done = 0
 
     def step_done() -> None:
@@ -120,16 +111,7 @@ def profile_steps(trainer_name: str, width: int, batch_size: int, warmup: int, s
         profiler.step()
 
     with profiler:
-        if trainer_name == "native":
-            NativeHarness.build(session, total_steps=warmup + steps).run(warmup + steps, on_step=step_done)
-        else:
-            class StepProfiler(L.Callback):
-                def on_train_batch_end(self, *args) -> None:
-                    step_done()
-
-            trainer = build_trainer(session, warmup + steps)
-            trainer.callbacks.append(StepProfiler())
-            trainer.fit(RankingModule(session, session.training_batches(), warmup + steps))
+        run_project_trainer(trainer_name, session, warmup + steps, step_done)
 
 
 def report(label: str, trace: dict, steps: int) -> None:

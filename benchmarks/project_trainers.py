@@ -11,17 +11,48 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
+import torch
+
 from benchmarks.baselines.common import parse_args
-from benchmarks.lightning_timing import WindowTimer
+from benchmarks.lightning_timing import OnEveryStep
 from benchmarks.project_code import DOCS_PER_QUERY
 from benchmarks.timing import StepWindows, append_result, summarise
 from ranker import distributed
 from ranker.config import ModelConfig, TrainConfig
+from ranker.distributed import Topology
 from ranker.lightning_module import RankingModule
+from ranker.session import Session
 from ranker.throughput import NativeHarness, synthetic_session
 from train_lightning import build_trainer
+
+PROJECT_TRAINERS = ("native", "native-bf16-allreduce", "lightning")
+
+
+def benchmark_session(width: int, batch_queries: int, topology: Topology, device: torch.device, batches_of_data: int,
+                      num_features: int = 136, **train_changes) -> Session:
+    """The benchmarks' model (dense layers with ReLU, no norm, no dropout) on synthetic queries of DOCS_PER_QUERY
+    documents, with a training config that never logs or checkpoints; `train_changes` set other TrainConfig fields."""
+    model = ModelConfig(num_features=num_features, width=width, norm="none", dropout=0.0)
+    train = TrainConfig(batch_size=batch_queries, log_every=10**9, checkpoint_every=0, **train_changes)
+    return synthetic_session(model, train, topology, device, docs_per_query=DOCS_PER_QUERY,
+                             batches_of_data=batches_of_data, work_dir=Path(tempfile.mkdtemp(prefix="bench-")))
+
+
+def run_project_trainer(trainer_name: str, session: Session, steps: int, on_step: Callable[[], None]) -> None:
+    """`steps` optimizer steps of one of PROJECT_TRAINERS, calling `on_step` after each."""
+    if trainer_name not in PROJECT_TRAINERS:
+        raise SystemExit(f"trainer: {trainer_name!r} is not one of {', '.join(PROJECT_TRAINERS)}")
+    if trainer_name == "lightning":
+        trainer = build_trainer(session, steps)
+        trainer.callbacks.append(OnEveryStep(on_step))
+        trainer.fit(RankingModule(session, session.training_batches(), steps))
+    else:
+        # The run's own learning-rate schedule, as the Lightning run has: the weights' values move the GEMMs' power
+        # draw and with it their clock, so both trainers must follow the same trajectory.
+        NativeHarness.build(session, total_steps=steps).run(steps, on_step=on_step)
 
 
 def main() -> None:
@@ -38,27 +69,13 @@ def main() -> None:
     distributed.init_process_group(topology, "nccl" if device.type == "cuda" else "gloo", device)
     for width in args.widths:
         windows = StepWindows(args.warmup_steps, args.steps_per_window, args.windows, device)
-        model = ModelConfig(num_features=args.features, width=width, norm="none", dropout=0.0)
         # The bf16 variant is the ablation of gradient compression (fp32, DDP's own path, is the default).
         allreduce_dtype = "bf16" if trainer_name == "native-bf16-allreduce" else "fp32"
-        train = TrainConfig(batch_size=args.batch_size // DOCS_PER_QUERY, log_every=10**9, checkpoint_every=0,
-                            allreduce_dtype=allreduce_dtype, cuda_graph=not eager)
         # One epoch covers the whole run, so the Lightning loop's end-of-epoch validation stays out of the timing.
-        session = synthetic_session(model, train, topology, device, docs_per_query=DOCS_PER_QUERY,
-                                    batches_of_data=windows.total_steps + 1,
-                                    work_dir=Path(tempfile.mkdtemp(prefix="bench-")))
-        if trainer_name in ("native", "native-bf16-allreduce"):
-            # The same learning-rate schedule as the Lightning run: the weights' values move the GEMMs' power draw
-            # and with it their clock, so both trainers must follow the same trajectory.
-            NativeHarness.build(session, total_steps=windows.total_steps).run(windows.total_steps,
-                                                                               on_step=windows.step_done)
-        elif trainer_name == "lightning":
-            module = RankingModule(session, session.training_batches(), windows.total_steps)
-            trainer = build_trainer(session, windows.total_steps)
-            trainer.callbacks.append(WindowTimer(windows))
-            trainer.fit(module)
-        else:
-            raise SystemExit(f"--trainer: {trainer_name!r} is not one of native, native-bf16-allreduce, lightning")
+        session = benchmark_session(width, args.batch_size // DOCS_PER_QUERY, topology, device,
+                                    windows.total_steps + 1, args.features, allreduce_dtype=allreduce_dtype,
+                                    cuda_graph=not eager)
+        run_project_trainer(trainer_name, session, windows.total_steps, windows.step_done)
         result = summarise(trainer_name, width, args.features, args.batch_size, windows)
         if topology.is_main:
             append_result(args.results, result)

@@ -7,7 +7,7 @@ is one launch, so the GPU runs back to back and the loop's own Python (Lightning
 What capture needs, and where it comes from:
 - fixed shapes: every batch of a run has the same `[queries, max_docs, features]` (the data is padded per run), and
   each is copied into the graph's static input buffers;
-- no host synchronisation inside the step (the engine has none) and autocast without its weight cache;
+- no host synchronisation inside the step (the engine's has none) and autocast without its weight cache;
 - an optimizer that can be captured: fused AdamW with `capturable=True` and the learning rate as a device tensor,
   which the scheduler then rewrites in place (`CapturedStep` switches the optimizer over when it is built);
 - warm-up before capture: a few eager steps (cuBLAS workspaces, the allocator; DDP builds its buckets and needs 11
@@ -19,6 +19,8 @@ The warm-up steps train on real batches, so a captured run sees exactly the batc
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -35,16 +37,16 @@ def use_capture_stream(device: torch.device) -> None:
 
 
 class CapturedStep:
-    """Call it like engine.train_step (without the scheduler, which the caller steps): returns the batch's loss as
-    a device tensor that the next call overwrites, so consume it (e.g. add it to a sum) before calling again."""
+    """Runs `update` (forward, backward and optimizer update of one batch: engine.forward_backward_update) eagerly
+    for the warm-up, then as a graph. Returns the batch's loss as a device tensor that the next call overwrites, so
+    consume it (e.g. add it to a sum) before calling again; the caller steps the scheduler."""
 
-    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, loss_function, device: torch.device,
-                 precision: str = "bf16"):
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, device: torch.device,
+                 update: Callable[[Batch], torch.Tensor]):
         if torch.cuda.current_stream(device) == torch.cuda.default_stream(device):
             raise RuntimeError("CapturedStep: the default stream is current; call use_capture_stream(device) before "
                                "the model is wrapped in DDP")
-        self.model, self.optimizer, self.loss_function = model, optimizer, loss_function
-        self.device, self.autocast = device, precision == "bf16"
+        self.optimizer, self.device, self.update = optimizer, device, update
         for group in optimizer.param_groups:  # a float learning rate would be frozen into the graph
             group["lr"] = torch.as_tensor(group["lr"], dtype=torch.float32, device=device)
             group["capturable"] = True
@@ -53,16 +55,6 @@ class CapturedStep:
         self.graph: torch.cuda.CUDAGraph | None = None
         self.static_batch: Batch | None = None
         self.static_loss: torch.Tensor | None = None
-
-    def _forward_backward_step(self, batch: Batch) -> torch.Tensor:
-        features, labels, mask = batch
-        # The autocast cache would keep the bf16 weight copies made during capture alive and stale: off.
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.autocast, cache_enabled=False):
-            scores = self.model(features)
-        loss = self.loss_function(scores, labels, mask)
-        loss.backward()
-        self.optimizer.step()
-        return loss.detach()
 
     def __call__(self, batch: Batch) -> torch.Tensor:
         if self.graph is not None:
@@ -73,7 +65,7 @@ class CapturedStep:
         self.optimizer.zero_grad(set_to_none=True)
         if self.eager_steps_left > 0:
             self.eager_steps_left -= 1
-            return self._forward_backward_step(batch)
+            return self.update(batch)
         return self._capture(batch)
 
     def _capture(self, batch: Batch) -> torch.Tensor:
@@ -81,6 +73,6 @@ class CapturedStep:
         self.static_batch = tuple(tensor.clone() for tensor in batch)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph, stream=torch.cuda.current_stream(self.device)):
-            self.static_loss = self._forward_backward_step(self.static_batch)
+            self.static_loss = self.update(self.static_batch)
         self.graph.replay()
         return self.static_loss

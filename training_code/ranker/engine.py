@@ -70,26 +70,37 @@ def build_scheduler(optimizer: torch.optim.Optimizer, total_steps: int,
     return torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(total_steps, warmup_fraction))
 
 
-def autocast(device: torch.device, precision: str = "bf16") -> contextlib.AbstractContextManager:
+def autocast(device: torch.device, precision: str = "bf16",
+             cache_enabled: bool = True) -> contextlib.AbstractContextManager:
     """bf16 on GPU (tensor cores, no loss scaling needed); full float32 on CPU, where bf16 buys nothing."""
     if device.type == "cuda" and precision == "bf16":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
+        return torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=cache_enabled)
     return contextlib.nullcontext()
+
+
+def forward_backward_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Batch,
+                            loss_function: LossFunction, device: torch.device, precision: str = "bf16",
+                            autocast_cache: bool = True) -> torch.Tensor:
+    """Forward, loss, backward and the optimizer update on one batch whose gradients start cleared; returns the
+    loss as a detached device tensor (no host sync). The eager step and the captured one (which records this with
+    the autocast cache off: it would keep stale bf16 weight copies alive) both run it."""
+    features, labels, mask = batch
+    with autocast(device, precision, autocast_cache):
+        scores = model(features)
+    loss = loss_function(scores, labels, mask)
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
 
 
 def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler,
                batch: Batch, loss_function: LossFunction, device: torch.device,
                precision: str = "bf16") -> torch.Tensor:
-    """One optimizer step; returns the loss as a detached device tensor (no host sync)."""
-    features, labels, mask = batch
-    with autocast(device, precision):
-        scores = model(features)
-    loss = loss_function(scores, labels, mask)
+    """One eager optimizer step; returns the loss as a detached device tensor (no host sync)."""
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    optimizer.step()
+    loss = forward_backward_update(model, optimizer, batch, loss_function, device, precision)
     scheduler.step()
-    return loss.detach()
+    return loss
 
 
 def uses_cuda_graph(config: TrainConfig, device: torch.device) -> bool:
@@ -110,7 +121,8 @@ def step_function(model: nn.Module, optimizer: torch.optim.Optimizer,
     """The step a loop calls once per batch: replayed from a CUDA graph where `uses_cuda_graph`, else eager."""
     if not uses_cuda_graph(config, device):
         return lambda batch: train_step(model, optimizer, scheduler, batch, loss_function, device, config.precision)
-    captured = CapturedStep(model, optimizer, loss_function, device, config.precision)
+    captured = CapturedStep(model, optimizer, device, lambda batch: forward_backward_update(
+        model, optimizer, batch, loss_function, device, config.precision, autocast_cache=False))
 
     def replay(batch: Batch) -> torch.Tensor:
         loss = captured(batch)
