@@ -24,6 +24,7 @@ from benchmarks.timing import StepWindows, summarise
 from ranker import engine
 from ranker.batches import Batch, DeviceQueries, QueryBatches
 from ranker.distributed import detect_topology
+from ranker.session import Session
 from ranker.throughput import NativeHarness
 
 
@@ -41,48 +42,47 @@ class HostQueryBatches(QueryBatches):
             yield tuple(tensor.to(self.device, non_blocking=True) for tensor in batch)
 
 
-def unfused_adamw(harness: NativeHarness) -> NativeHarness:
+def unfused_adamw(session: Session) -> NativeHarness:
+    harness = NativeHarness.build(session)
     optimizer = torch.optim.AdamW(harness.model.parameters(), lr=1e-3, weight_decay=0.01, foreach=True)
     return dataclasses.replace(harness, optimizer=optimizer, scheduler=engine.build_scheduler(optimizer, 10_000, 0.05))
 
 
-def autocast_layers(harness: NativeHarness) -> NativeHarness:
-    engine.unwrap(harness.model).fused = False
-    return harness
+def autocast_layers(session: Session) -> NativeHarness:
+    return NativeHarness.build(session, fused_layers=False)
 
 
-def host_batches(harness: NativeHarness) -> NativeHarness:
+def host_batches(session: Session) -> NativeHarness:
+    harness = NativeHarness.build(session)
     queries = harness.batches.queries
     return dataclasses.replace(harness, batches=HostQueryBatches(queries, harness.batches.batch_size, harness.device))
 
 
-# (name, what changes, prediction written before measuring, how the train config changes, how the harness changes).
+# (name, what changes, prediction written before measuring, how the train config changes, how the harness is built).
 # The project step replays a CUDA graph; each variant changes one thing from it.
-VARIANTS: list[tuple[str, str, str, dict, Callable[[NativeHarness], NativeHarness] | None]] = [
+VARIANTS: list[tuple[str, str, str, dict, Callable[[Session], NativeHarness]]] = [
     ("project step", "CUDA-graphed step: device-resident index batches, fused bf16 layers, fused AdamW", "reference", {},
-     None),
+     NativeHarness.build),
     ("eager step instead of a CUDA graph", "~150 kernel launches from Python per step",
-     "-50..-65% at 1024 (launch-bound), -2% at 4096", {"cuda_graph": False}, None),
+     "-50..-65% at 1024 (launch-bound), -2% at 4096", {"cuda_graph": False}, NativeHarness.build),
     ("autocast Linear + ReLU instead of fused layers", "separate ReLU pass, bf16 weight gradients cast to float32",
      "-6% at 4096 (two extra memory passes per layer), -3% at 1024", {}, autocast_layers),
     ("fp32 instead of bf16", "no autocast: float32 matmuls", "~8x slower at 4096 (no tensor cores); ~3x at 1024",
-     {"precision": "fp32"}, None),
+     {"precision": "fp32"}, NativeHarness.build),
     ("foreach AdamW instead of fused", "optimizer as a list of kernels (replayed)",
      "-10% at 4096 (more memory passes), -5% at 1024 (no launch cost left)", {}, unfused_adamw),
     ("host batches instead of device-resident", "gather on the host, pinned copy each step",
      "-8% at 4096, -40% at 1024 (the host gather now sits in front of a 1 ms step)", {}, host_batches),
     ("torch.compile instead of a CUDA graph", "Inductor fuses ReLU, casts and the loss; eager launches",
-     "-55% at 1024 (launch-bound again), +1% at 4096", {"compile": True}, None),
+     "-55% at 1024 (launch-bound again), +1% at 4096", {"compile": True}, NativeHarness.build),
 ]
 
 
 def measure(width: int, batch_queries: int, windows_args: tuple[int, int, int], device: torch.device,
-            train_changes: dict, harness_change: Callable[[NativeHarness], NativeHarness] | None) -> float:
+            train_changes: dict, build: Callable[[Session], NativeHarness]) -> float:
     windows = StepWindows(*windows_args, device)
     session = benchmark_session(width, batch_queries, detect_topology(), device, batches_of_data=8, **train_changes)
-    harness = NativeHarness.build(session)
-    if harness_change is not None:
-        harness = harness_change(harness)
+    harness = build(session)
     harness.run(windows.total_steps, on_step=windows.step_done)
     return summarise("native", width, 136, batch_queries * DOCS_PER_QUERY, windows).samples_per_second
 
@@ -101,10 +101,9 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for width in (int(w) for w in args.widths.split(",")):
         reference = None
-        for name, change, prediction, train_changes, harness_change in VARIANTS:
+        for name, change, prediction, train_changes, build in VARIANTS:
             try:
-                rate = measure(width, args.batch_size // DOCS_PER_QUERY, windows_args, device, train_changes,
-                               harness_change)
+                rate = measure(width, args.batch_size // DOCS_PER_QUERY, windows_args, device, train_changes, build)
             except Exception as error:  # a variant that cannot run here is a result too, not a crash of the table
                 rows.append([name, width, change, prediction, f"failed: {type(error).__name__}: {error}"[:120], "-"])
                 continue

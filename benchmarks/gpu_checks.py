@@ -1,38 +1,51 @@
 """Checks of the GPU-only paths, for a GPU machine (CI has none): the CUDA-graphed step trains exactly like the
-eager one, and the fused bf16 layers (ranker.fused_linear) train like autocast's Linear + ReLU.
+eager one, the fused bf16 layers (ranker.fused_linear) train like autocast's Linear + ReLU, and on several GPUs
+FusedDataParallel's reduction trains like DDP's and leaves every rank with the same weights.
 
     python -m benchmarks.gpu_checks                                   # one GPU
-    torchrun --nproc_per_node 2 -m benchmarks.gpu_checks              # DDP's all-reduce inside the graph
+    torchrun --nproc_per_node 2 -m benchmarks.gpu_checks              # the all-reduce inside the graph
 
 From the same initial weights and batches, runs the eager step and the captured step for `--steps` steps (past the
 warm-up and the capture, through the learning-rate warm-up) and compares every rank's weights and summed loss: they
 must be equal to round-off. Then the eager step with plain autocast layers: its summed loss must agree to 1%
-(bf16 sums in a different order drift apart slowly). Exits 1 on any failure, so a device run can gate on it.
+(bf16 sums in a different order drift apart slowly). On several GPUs, the captured step with DDP in place of
+FusedDataParallel must end within `--tolerance` of it, and rank 0's weights must equal every other rank's. Exits 1 on
+any failure, so a device run can gate on it.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 import torch
+from torch.nn.parallel import DistributedDataParallel
 
 from benchmarks.project_trainers import benchmark_session
 from ranker import distributed, engine
 from ranker.throughput import NativeHarness
 
 
-def train(cuda_graph: bool, width: int, steps: int, fused: bool = True) -> tuple[dict[str, torch.Tensor], float]:
+def train(cuda_graph: bool, width: int, steps: int, fused: bool = True,
+          ddp: bool = False) -> tuple[dict[str, torch.Tensor], float]:
+    """`ddp`: DDP around the fused layers instead of the FusedDataParallel the harness chooses for them."""
     topology = distributed.detect_topology()
     device = distributed.device_for(topology)
     session = benchmark_session(width, 64, topology, device, batches_of_data=steps, cuda_graph=cuda_graph,
                                 warmup_fraction=0.5)
     torch.manual_seed(0)
-    harness = NativeHarness.build(session, total_steps=steps)
-    engine.unwrap(harness.model).fused = fused
+    harness = NativeHarness.build(session, total_steps=steps, fused_layers=fused)
+    if ddp:
+        harness = dataclasses.replace(harness, model=DistributedDataParallel(
+            engine.unwrap(harness.model), device_ids=[device], gradient_as_bucket_view=True, static_graph=True))
     loss_sum = harness.run(steps)
     weights = {name: value.detach().float().cpu() for name, value in engine.unwrap(harness.model).state_dict().items()}
     return weights, float(loss_sum)
+
+
+def largest_difference(first: dict[str, torch.Tensor], second: dict[str, torch.Tensor]) -> float:
+    return max((first[name] - second[name]).abs().max().item() for name in first)
 
 
 def main() -> None:
@@ -49,14 +62,26 @@ def main() -> None:
     eager_weights, eager_loss = train(False, args.width, args.steps)
     graph_weights, graph_loss = train(True, args.width, args.steps)
     _, unfused_loss = train(False, args.width, args.steps, fused=False)
-    largest = max((eager_weights[name] - graph_weights[name]).abs().max().item() for name in eager_weights)
+    largest = largest_difference(eager_weights, graph_weights)
     graph_passed = largest <= args.tolerance and abs(eager_loss - graph_loss) <= args.tolerance * abs(eager_loss)
     fused_passed = abs(eager_loss - unfused_loss) <= 0.01 * abs(unfused_loss)
+    report = (f"rank {topology.rank}/{topology.world_size}, {args.steps} steps: CUDA-graphed vs eager: largest weight "
+              f"difference {largest:.2e}, summed loss {graph_loss:.6f} vs {eager_loss:.6f}: "
+              f"{'PASS' if graph_passed else 'FAIL'}; fused vs autocast layers: summed loss {eager_loss:.6f} vs "
+              f"{unfused_loss:.6f}: {'PASS' if fused_passed else 'FAIL'}")
     passed = graph_passed and fused_passed
-    print(f"rank {topology.rank}/{topology.world_size}, {args.steps} steps: CUDA-graphed vs eager: largest weight "
-          f"difference {largest:.2e}, summed loss {graph_loss:.6f} vs {eager_loss:.6f}: "
-          f"{'PASS' if graph_passed else 'FAIL'}; fused vs autocast layers: summed loss {eager_loss:.6f} vs "
-          f"{unfused_loss:.6f}: {'PASS' if fused_passed else 'FAIL'}", flush=True)
+    if topology.world_size > 1:
+        ddp_weights, _ = train(True, args.width, args.steps, ddp=True)
+        versus_ddp = largest_difference(graph_weights, ddp_weights)
+        rank0_weights = {name: value.to(device) for name, value in graph_weights.items()}
+        for value in rank0_weights.values():
+            torch.distributed.broadcast(value, src=0)
+        versus_rank0 = largest_difference(graph_weights, {k: v.cpu() for k, v in rank0_weights.items()})
+        reduction_passed = versus_ddp <= args.tolerance and versus_rank0 == 0
+        report += (f"; FusedDataParallel vs DDP: largest weight difference {versus_ddp:.2e}, vs rank 0's weights "
+                   f"{versus_rank0:.2e}: {'PASS' if reduction_passed else 'FAIL'}")
+        passed = passed and reduction_passed
+    print(report, flush=True)
     distributed.shutdown()
     sys.exit(0 if passed else 1)
 

@@ -25,17 +25,18 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.report import BENCHMARKS_DOC, command_line, markdown_table, provenance, write_section
+from benchmarks.report import BENCHMARKS_DOC, command_line, markdown_table, measured_at, provenance, write_section
 
 TRAINER_MODULES = {
     "native": "benchmarks.project_trainers",
     "native-bf16-allreduce": "benchmarks.project_trainers",
+    "native-ddp": "benchmarks.project_trainers",
     "lightning": "benchmarks.project_trainers",
     "naive-ddp": "benchmarks.baselines.naive_ddp",
     "naive-lightning": "benchmarks.baselines.naive_lightning",
 }
-# Trainers measured against another's 1-GPU figure: gradient precision only matters with several GPUs.
-MULTI_GPU_ONLY = {"native-bf16-allreduce": "native"}
+# Trainers measured against another's 1-GPU figure: how gradients are reduced only matters with several GPUs.
+MULTI_GPU_ONLY = {"native-bf16-allreduce": "native", "native-ddp": "native"}
 NAIVE_TRAINERS = ("naive-ddp", "naive-lightning")
 # NVLink multicast stays off on shared machines (it can take a host's GPUs out of service).
 SAFE_NCCL_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -190,7 +191,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--emulated-hosts", type=int, default=gpus if gpus > 1 else 0,
                         help="also run this many torchrun agents (--nnodes) of one GPU each; 0 = skip")
     parser.add_argument("--trainers", default=",".join(t for t in TRAINER_MODULES if t not in MULTI_GPU_ONLY),
-                        help="comma-separated; native-bf16-allreduce (an ablation, several GPUs only) is opt-in")
+                        help="comma-separated; native-bf16-allreduce and native-ddp (ablations of the gradient "
+                             "reduction, several GPUs only) are opt-in")
     parser.add_argument("--widths", default="1024,4096")
     parser.add_argument("--batch-size", type=int, default=8192)
     parser.add_argument("--warmup-steps", type=int, default=15)
@@ -218,6 +220,7 @@ def main(argv: list[str] | None = None) -> None:
         results_path.unlink(missing_ok=True)
         # Written first, so a run cut short can still be rendered later with --render-only.
         run_path.write_text(json.dumps({"machine": machine_description(), "command": command_line(),
+                                        "measured": measured_at(),
                                         "matmul_tflops": measure_bf16_matmul_tflops() if gpus else None}))
         run_layouts(args, layouts, results_path, raw_dir)
     run = json.loads(run_path.read_text())
@@ -248,13 +251,14 @@ def render(args: argparse.Namespace, results_path: Path, run: dict) -> None:
     plot_scaling(results, plot_path)
     rate = f"{matmul_tflops:.0f} TFLOP/s (8192^3 bf16 product, median of 20, same run)" if matmul_tflops else "n/a"
     body = (
-        f"{provenance(run['machine'], run['command'])}\n- bf16 matmul rate: {rate}\n"
+        f"{provenance(run['machine'], run['command'], run.get('measured'))}\n- bf16 matmul rate: {rate}\n"
         f"- Model: 7 dense layers, 136 input features, batch {args.batch_size} per GPU, synthetic data; "
         f"median of {args.windows} timed windows after warm-up ({args.warmup_steps} warm-up steps and windows of "
         f"{args.steps_per_window} steps for the project's trainers; 5 and {args.naive_steps_per_window} for the "
         f"naive baselines, which run 10-100x slower)\n"
-        f"- Project trainers: one CUDA-graphed step (ranker.captured_step) with fused bf16 layers, fp32 all-reduce; "
-        f"Lightning runs that same step under manual optimization\n"
+        f"- Project trainers: one CUDA-graphed step (ranker.captured_step) with fused bf16 layers; on several GPUs "
+        f"FusedDataParallel averages the float32 gradients (ranker.fused_data_parallel); Lightning runs that same "
+        f"step under manual optimization\n"
         + (f"- {args.note}\n" if args.note else "") + "\n"
         f"{table}\n\n![scaling]({plot_path.name})\n"
     )

@@ -1,8 +1,8 @@
 """The project's two trainers (native DDP and Lightning) under the benchmark's timing protocol.
 
-Both run the package's own hot path (ranker.throughput: device-resident queries, index-gathered batches, bf16
-autocast, fused AdamW, DDP with bucket views and a static graph) on synthetic queries of 32 documents, so a
-batch of 8192 samples is 256 whole queries.
+Both run the package's own hot path (ranker.throughput: device-resident queries, index-gathered batches, fused bf16
+layers, fused AdamW, gradients reduced by FusedDataParallel, the step replayed as a CUDA graph) on synthetic queries
+of 32 documents, so a batch of 8192 samples is 256 whole queries.
 
 Launch: torchrun --nproc_per_node N -m benchmarks.project_trainers --trainer native --results results.jsonl
 """
@@ -28,7 +28,9 @@ from ranker.session import Session
 from ranker.throughput import NativeHarness, synthetic_session
 from train_lightning import build_trainer
 
-PROJECT_TRAINERS = ("native", "native-bf16-allreduce", "lightning")
+PROJECT_TRAINERS = ("native", "native-bf16-allreduce", "native-ddp", "lightning")
+# The ablations of the gradient reduction: bf16 compression (DDP's hook), and DDP in place of FusedDataParallel.
+REDUCTION_ABLATIONS = {"native-bf16-allreduce": {"allreduce_dtype": "bf16"}, "native-ddp": {"data_parallel": "ddp"}}
 
 
 def benchmark_session(width: int, batch_queries: int, topology: Topology, device: torch.device, batches_of_data: int,
@@ -69,12 +71,10 @@ def main() -> None:
     distributed.init_process_group(topology, "nccl" if device.type == "cuda" else "gloo", device)
     for width in args.widths:
         windows = StepWindows(args.warmup_steps, args.steps_per_window, args.windows, device)
-        # The bf16 variant is the ablation of gradient compression (fp32, DDP's own path, is the default).
-        allreduce_dtype = "bf16" if trainer_name == "native-bf16-allreduce" else "fp32"
         # One epoch covers the whole run, so the Lightning loop's end-of-epoch validation stays out of the timing.
         session = benchmark_session(width, args.batch_size // DOCS_PER_QUERY, topology, device,
-                                    windows.total_steps + 1, args.features, allreduce_dtype=allreduce_dtype,
-                                    cuda_graph=not eager)
+                                    windows.total_steps + 1, args.features, cuda_graph=not eager,
+                                    **REDUCTION_ABLATIONS.get(trainer_name, {}))
         run_project_trainer(trainer_name, session, windows.total_steps, windows.step_done)
         result = summarise(trainer_name, width, args.features, args.batch_size, windows)
         if topology.is_main:

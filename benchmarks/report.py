@@ -28,12 +28,19 @@ def command_line() -> str:
     return " ".join(shlex.quote(arg) for arg in ["python", *_invocation()])
 
 
-def provenance(machine: str | None = None, command: str | None = None) -> str:
-    """Command, machine and date lines that every section starts with."""
+def provenance(machine: str | None = None, command: str | None = None, measured: dict | None = None) -> str:
+    """Command, machine and date lines that every section starts with; `measured` (from `measured_at()`) holds the
+    date and Python of a run rendered later on another machine."""
     command = command or command_line()
-    today = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    measured = measured or measured_at()
     machine = machine or f"{platform.processor() or platform.machine()}, {platform.system()} {platform.release()}"
-    return f"- Command: `{command}`\n- Machine: {machine}\n- Date: {today}\n- Python {platform.python_version()}"
+    return (f"- Command: `{command}`\n- Machine: {machine}\n- Date: {measured['date']}\n"
+            f"- Python {measured['python']}")
+
+
+def measured_at() -> dict:
+    return {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "python": platform.python_version()}
 
 
 def _invocation() -> list[str]:

@@ -46,8 +46,8 @@ def train(session: Session) -> None:
         session.history = resumed["history"]
         if resumed["rng"] is not None:
             checkpoint.set_rng_state(resumed["rng"])
-    trained = engine.wrap_ddp(torch.compile(model) if config.compile else model, device, topology.world_size,
-                              config.allreduce_dtype)
+    trained = engine.wrap_data_parallel(torch.compile(model) if config.compile else model, device,
+                                        topology.world_size, config)
     loss_function = LOSSES[config.loss]
     step_function = engine.step_function(trained, optimizer, scheduler, loss_function, device, config)
     progress = Progress(total_steps, topology.is_main, step)

@@ -30,8 +30,8 @@ from ranker.session import Session, finish_session, run_training
 
 class ModuleWrapsDDP(DDPStrategy):
     """Lightning's multi-process set-up (cluster environment, process group, one device per rank) without wrapping
-    the LightningModule in DDP: RankingModule wraps its model itself (engine.wrap_ddp, the native loop's settings)
-    so that its step, CUDA-graphed on GPU, owns the all-reduce."""
+    the LightningModule in DDP: RankingModule wraps its model itself (engine.wrap_data_parallel, as the native loop
+    does) so that its step, CUDA-graphed on GPU, owns the all-reduce."""
 
     def configure_ddp(self) -> None:
         pass

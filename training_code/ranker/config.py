@@ -80,9 +80,13 @@ class TrainConfig:
     """Training arithmetic on GPU: `bf16` autocast (tensor cores, no loss scaling) or `fp32` (for checking
     numerics). CPU runs always use float32."""
     allreduce_dtype: str = "fp32"
-    """Gradient all-reduce precision on GPU with several processes: `fp32` (DDP's own path) or `bf16`, which halves
-    the bytes sent but adds cast kernels: slower over NVLink on 2 H200s (docs/benchmarks.md), worth trying where the
-    network between hosts is the bottleneck. CPU runs always reduce in float32."""
+    """Gradient all-reduce precision on GPU with several processes: `fp32` or `bf16` (DDP's compression hook), which
+    halves the bytes sent but adds cast kernels: slower over NVLink on 2 H200s (docs/benchmarks.md), worth trying where
+    the network between hosts is the bottleneck. CPU runs always reduce in float32."""
+    data_parallel: str = "auto"
+    """How several processes average their gradients: `auto` (on GPU with bf16, NCCL and fp32 all-reduce, each fused
+    layer's backward writes its gradients straight into the all-reduce buffer and starts their reduction at once,
+    ranker.fused_data_parallel; DDP elsewhere) or `ddp` (PyTorch's DDP everywhere)."""
     log_every: int = 10
     """Steps between metric lines; the loss is read from the device only then."""
     checkpoint_every: int = 200
@@ -107,7 +111,8 @@ class RunConfig:
     paths: PathsConfig = field(default_factory=PathsConfig)
 
 
-_CHOICES = {"norm": ("layer", "none"), "loss": ("listwise", "pointwise"), "backend": ("auto", "smddp", "nccl", "gloo")}
+_CHOICES = {"norm": ("layer", "none"), "loss": ("listwise", "pointwise"), "backend": ("auto", "smddp", "nccl", "gloo"),
+            "data_parallel": ("auto", "ddp")}
 
 
 def parse_bool(text: str) -> bool:

@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable
 
 import torch
+import torch.distributed as dist
 from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import bf16_compress_hook
 from torch.nn.parallel import DistributedDataParallel
@@ -19,6 +20,7 @@ from ranker import distributed
 from ranker.batches import Batch, DeviceQueries
 from ranker.captured_step import CapturedStep, use_capture_stream
 from ranker.config import ModelConfig, TrainConfig
+from ranker.fused_data_parallel import FusedDataParallel
 from ranker.metrics import ndcg_sums
 from ranker.model import RankingMLP
 
@@ -29,17 +31,28 @@ def build_model(config: ModelConfig, device: torch.device) -> RankingMLP:
     return RankingMLP(config).to(device)
 
 
-def wrap_ddp(model: nn.Module, device: torch.device, world_size: int, allreduce_dtype: str = "fp32") -> nn.Module:
-    """DDP with gradients written straight into the all-reduce buckets and the graph declared static (the MLP
-    uses every parameter every step), which lets DDP overlap communication with the backward pass."""
+def wrap_data_parallel(model: nn.Module, device: torch.device, world_size: int, config: TrainConfig) -> nn.Module:
+    """The model as the loop trains it across ranks: FusedDataParallel where the fused bf16 layers run (GPU, NCCL,
+    fp32 all-reduce, no torch.compile), else DDP with gradients written straight into the all-reduce buckets and the
+    graph declared static (the MLP uses every parameter every step), so it overlaps communication with backward."""
     if world_size == 1:
         return model
+    if uses_fused_data_parallel(model, device, config, dist.get_backend()):
+        return FusedDataParallel(model)
     wrapped = DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None,
                                       gradient_as_bucket_view=True, static_graph=True)
-    comm_hook = ddp_comm_hook(device, allreduce_dtype)
+    comm_hook = ddp_comm_hook(device, config.allreduce_dtype)
     if comm_hook is not None:
         wrapped.register_comm_hook(None, comm_hook)
     return wrapped
+
+
+def uses_fused_data_parallel(model: nn.Module, device: torch.device, config: TrainConfig, backend: str) -> bool:
+    """Where the model's layers run fused (ranker.fused_linear: bf16 on GPU, not compiled) and NCCL reduces their
+    float32 gradients (smddp's and the bf16 hook's reductions go through DDP), unless `--data-parallel ddp`."""
+    return (config.data_parallel == "auto" and isinstance(model, RankingMLP) and model.fused
+            and device.type == "cuda" and config.precision == "bf16" and config.allreduce_dtype == "fp32"
+            and backend == "nccl")
 
 
 def ddp_comm_hook(device: torch.device, allreduce_dtype: str) -> Callable | None:

@@ -10,7 +10,12 @@ float32 accumulation, float32 gradients for the float32 parameters.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
+
+if TYPE_CHECKING:
+    from ranker.fused_data_parallel import LayerGradients
 
 BF16 = torch.bfloat16
 
@@ -24,8 +29,8 @@ def available(features: torch.Tensor) -> bool:
 
 class _FusedLinear(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, inputs: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
-                relu: bool) -> torch.Tensor:
+    def forward(ctx, inputs: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, relu: bool,
+                slot: LayerGradients | None) -> torch.Tensor:
         leading = inputs.shape[:-1]
         x = inputs.reshape(-1, inputs.shape[-1]).to(BF16)
         w = weight.to(BF16)
@@ -37,7 +42,7 @@ class _FusedLinear(torch.autograd.Function):
         else:
             out = torch.addmm(bias.to(BF16), x, w.t())
         ctx.save_for_backward(x, w, out if relu else None)
-        ctx.relu, ctx.has_bias, ctx.input_dtype = relu, bias is not None, inputs.dtype
+        ctx.relu, ctx.has_bias, ctx.input_dtype, ctx.slot = relu, bias is not None, inputs.dtype, slot
         return out.reshape(*leading, weight.shape[0])
 
     @staticmethod
@@ -47,17 +52,31 @@ class _FusedLinear(torch.autograd.Function):
         if ctx.relu:
             grad = torch.ops.aten.threshold_backward(grad, out, 0)
         grad_input = grad_weight = grad_bias = None
+        # The parameters' gradients first: with a slot, their all-reduce then overlaps the input gradient's GEMM.
+        slot = ctx.slot
+        if ctx.needs_input_grad[1]:
+            grad_weight = float32_product(grad.t(), x, out=slot.weight if slot is not None else None)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            grad_bias = torch.sum(grad, 0, dtype=torch.float32, out=slot.bias if slot is not None else None)
+        if slot is not None:
+            slot.written()
+            grad_weight = grad_bias = None  # already in the slot: nothing for autograd to accumulate
         if ctx.needs_input_grad[0]:
             grad_input = torch.mm(grad, w).to(ctx.input_dtype).reshape(*grad_output.shape[:-1], w.shape[1])
-        if ctx.needs_input_grad[1]:  # (the float32-output GEMM exists on CUDA only; the CPU branch serves tests)
-            grad_weight = (torch.mm(grad.t(), x, out_dtype=torch.float32) if grad.is_cuda
-                           else torch.mm(grad.t().float(), x.float()))
-        if ctx.has_bias and ctx.needs_input_grad[2]:
-            grad_bias = grad.sum(0, dtype=torch.float32)
-        return grad_input, grad_weight, grad_bias, None
+        return grad_input, grad_weight, grad_bias, None, None
 
 
-def fused_linear(inputs: torch.Tensor, layer: torch.nn.Linear, relu: bool) -> torch.Tensor:
-    """`relu(layer(inputs))` (or `layer(inputs)`) in bf16 with float32 gradients; see the module docstring."""
+def float32_product(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """`a @ b` of bf16 operands as float32, written into `out` if given (the float32-output GEMM exists on CUDA
+    only; the CPU branch serves tests)."""
+    if a.is_cuda:
+        return torch.mm(a, b, out_dtype=torch.float32, out=out)
+    return torch.mm(a.float(), b.float(), out=out)
+
+
+def fused_linear(inputs: torch.Tensor, layer: torch.nn.Linear, relu: bool,
+                 slot: LayerGradients | None = None) -> torch.Tensor:
+    """`relu(layer(inputs))` (or `layer(inputs)`) in bf16 with float32 gradients; see the module docstring. With a
+    `slot`, the layer's gradients go there (and its all-reduce starts) instead of to autograd."""
     with torch.autocast("cuda", enabled=False):  # the dtypes are chosen explicitly above
-        return _FusedLinear.apply(inputs, layer.weight, layer.bias, relu)
+        return _FusedLinear.apply(inputs, layer.weight, layer.bias, relu, slot)

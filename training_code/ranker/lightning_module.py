@@ -1,8 +1,9 @@
 """The Lightning loop: the same model, data, step and metrics as the native loop, driven by a Trainer.
 
 The step is the engine's (`engine.step_function`: a CUDA-graph replay on GPU, eager elsewhere), run under Lightning's
-manual optimization, with the model wrapped in DDP by the module rather than by the strategy (train_lightning's
-`ModuleWrapsDDP`): a captured step has to own the backward pass, the optimizer step and the DDP wrapper it records.
+manual optimization, with the model wrapped for data parallelism by the module rather than by the strategy
+(train_lightning's `ModuleWrapsDDP`): a captured step has to own the backward pass, the optimizer step and the
+gradient reduction it records (engine.wrap_data_parallel: FusedDataParallel or DDP, as in the native loop).
 Lightning drives the loop, hooks, callbacks and the processes; the per-step work is identical to the native loop's.
 """
 
@@ -58,9 +59,9 @@ class RankingModule(L.LightningModule):
     def on_train_start(self) -> None:
         self.take_over_sigterm()
         config, topology = self.session.config.train, self.session.topology
-        # A function, not a module attribute: the DDP wrapper must stay out of this module's state_dict.
+        # A function, not a module attribute: the data-parallel wrapper must stay out of this module's state_dict.
         self.step_function = engine.step_function(
-            engine.wrap_ddp(self.model, self.device, topology.world_size, config.allreduce_dtype),
+            engine.wrap_data_parallel(self.model, self.device, topology.world_size, config),
             self.optimizers().optimizer, self.lr_schedulers(), self.loss_function, self.device, config)
         self.meter = TrainingMeter(self.device)
         if self.resumed is not None:

@@ -45,11 +45,17 @@ class RankingMLP(nn.Module):
         if torch.jit.is_scripting():  # the exported scorer (ranker.export) is plain modules
             return self.layers(features).squeeze(-1)
         if self.fused and available(features):
-            return self._fused_forward(features)
+            return self.fused_forward(features)
         return self.layers(features).squeeze(-1)
 
     @torch.jit.unused
-    def _fused_forward(self, features: torch.Tensor) -> torch.Tensor:
+    def fused_forward(self, features: torch.Tensor, gradient_slots=None) -> torch.Tensor:
+        """The forward pass through `fused_linear` layers; `gradient_slots` (a Linear -> LayerGradients mapping, from
+        ranker.fused_data_parallel) take each layer's gradients instead of autograd."""
         for module, relu in self._fused_plan:
-            features = fused_linear(features, module, relu) if isinstance(module, nn.Linear) else module(features)
+            if isinstance(module, nn.Linear):
+                slot = gradient_slots[module] if gradient_slots is not None else None
+                features = fused_linear(features, module, relu, slot)
+            else:
+                features = module(features)
         return features.squeeze(-1)

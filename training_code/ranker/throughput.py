@@ -55,13 +55,15 @@ class NativeHarness:
     config: TrainConfig
 
     @classmethod
-    def build(cls, session: Session, total_steps: int = 10_000) -> NativeHarness:
+    def build(cls, session: Session, total_steps: int = 10_000, fused_layers: bool = True) -> NativeHarness:
+        """`fused_layers=False`: autocast's Linear + ReLU instead of ranker.fused_linear (an ablation)."""
         config, topology, device = session.config.train, session.topology, session.device
         model = engine.build_model(session.model_config, device)
+        model.fused = fused_layers
         optimizer = engine.build_optimizer(model, config, device)
         scheduler = engine.build_scheduler(optimizer, total_steps, config.warmup_fraction)
-        trained = engine.wrap_ddp(torch.compile(model) if config.compile else model, device, topology.world_size,
-                                  config.allreduce_dtype)
+        trained = engine.wrap_data_parallel(torch.compile(model) if config.compile else model, device,
+                                            topology.world_size, config)
         return cls(trained, optimizer, scheduler, session.training_batches(), LOSSES[config.loss], device, config)
 
     def run(self, steps: int, on_step: Callable[[], None] | None = None) -> torch.Tensor:
