@@ -148,7 +148,7 @@ def test_a_channel_without_objects_fails_with_a_client_error(sagemaker, training
 def test_stop_sends_sigterm_and_ends_stopped(sagemaker, s3, training_request, wait_for_end):
     # Given a job that trains until it is told to stop
     sagemaker.create_training_job(**training_request("api-stop", "sleep_until_stopped.py"))
-    wait_until_training(sagemaker, "api-stop")
+    wait_until_logged(sagemaker, "api-stop", "step")
 
     # When it is stopped
     sagemaker.stop_training_job(TrainingJobName="api-stop")
@@ -183,9 +183,12 @@ def test_list_filters_sorts_and_pages(sagemaker, training_request, wait_for_end)
     assert "NextToken" not in second_page
 
 
-def wait_until_training(sagemaker, name: str) -> None:
+def wait_until_logged(sagemaker, name: str, metric: str) -> None:
+    """Until the job is Training and its script has logged `metric` (so it is past its own start-up)."""
     for _ in range(300):
-        if sagemaker.describe_training_job(TrainingJobName=name)["SecondaryStatus"] == "Training":
+        description = sagemaker.describe_training_job(TrainingJobName=name)
+        logged = {entry["MetricName"] for entry in description.get("FinalMetricDataList", [])}
+        if description["SecondaryStatus"] == "Training" and metric in logged:
             return
         time.sleep(0.1)
-    raise AssertionError(f"{name} never reached Training")
+    raise AssertionError(f"{name} never logged {metric} while Training")

@@ -14,6 +14,8 @@ def on_sigterm(signum, frame):
 
 
 signal.signal(signal.SIGTERM, on_sigterm)
-print("training forever", flush=True)
+# A metric line (MetricDefinitions pick it up) tells the test the handler is in place: a stop sent before this line
+# would find Python's default SIGTERM action and nothing saved.
+print("training forever: step=0", flush=True)
 while True:
     time.sleep(0.1)
