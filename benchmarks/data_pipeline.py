@@ -4,12 +4,13 @@ GPU trainers consume.
     python -m benchmarks.data_pipeline [--queries 2200] [--docs-per-query 32] [--features 136] [--repeats 3]
 
 Writes a synthetic LETOR text file (a `qid:` column and 4-decimal values, about 1.5 KB a document as in MSLR-WEB;
-the default is about 105 MB), then times four stages, each a warm-up run and the median of `--repeats` runs:
+the default is about 105 MB), then times these stages, each a warm-up run and the median of `--repeats` runs:
   parse    ranker.data.read_letor_file: text to dense arrays
   convert  ranker.convert's command, text in to binary shards out (parse + write)
   stream   ranker.streaming.StreamingBatches over those shards, in the trainer's batch shape (256 queries)
-  fill     the loader thread's work alone: what a GPU rank's loader costs the CPU
-The loader thread's rate is set beside the native trainer's 1-GPU rate recorded in docs/benchmarks.md's gpu-scaling
+  fill     the loader threads' work alone (one thread, then the default number at once): what a GPU rank's loader
+           costs the CPU
+The loader's rates are set beside the native trainer's 1-GPU rate recorded in docs/benchmarks.md's gpu-scaling
 section (each rank runs its own loader, so one GPU's rate is one loader's load). Table on stdout; section
 `data-pipeline` in docs/benchmarks.md.
 """
@@ -26,6 +27,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,23 +106,28 @@ def measure_stream(loader: StreamingBatches, batches: int, repeats: int) -> Stag
                      batches * BATCH_QUERIES * loader.max_docs, batches=batches)
 
 
-def measure_fill(loader: StreamingBatches, batches: int, repeats: int) -> StageRate:
-    """The loader thread's own work per batch (gathering whole queries from the memory map into a host buffer). On a
-    GPU this is the loader's whole CPU cost: the copy to the device is an asynchronous DMA from pinned memory, where
-    the CPU device's host copy (in `measure_stream`) is not. StreamingBatches has no public per-batch call, so this
-    drives its buffer and fill methods directly."""
-    buffer = loader._new_buffer()
+def measure_fill(loader: StreamingBatches, batches: int, repeats: int, threads: int) -> StageRate:
+    """The loader threads' own work (gathering whole queries from the memory map into host buffers), `threads` of
+    them at once, `batches` batches each. On a GPU this is the loader's whole CPU cost: the copy to the device is an
+    asynchronous DMA from pinned memory, where the CPU device's host copy (in `measure_stream`) is not.
+    StreamingBatches has no public per-batch call, so this drives its buffer and fill methods directly."""
     order = epoch_permutation(len(loader.local_queries), loader.seed, 0).numpy()
     batch_queries = [loader.local_queries[order[step * BATCH_QUERIES:(step + 1) * BATCH_QUERIES]]
                      for step in range(loader.steps_per_epoch)]
+    buffers = [loader._new_buffer() for _ in range(threads)]
 
-    def fill_batches() -> None:
+    def fill_batches(buffer) -> None:
         for step in range(batches):
             loader._fill(buffer, batch_queries[step % len(batch_queries)])
 
-    seconds = median_seconds(fill_batches, repeats)
-    return StageRate("fill: the loader thread's work (a GPU rank's loader)", seconds,
-                     batches * BATCH_QUERIES * loader.max_docs, batches=batches)
+    def fill_in_parallel() -> None:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(fill_batches, buffers))
+
+    seconds = median_seconds(fill_in_parallel, repeats)
+    label = "one loader thread" if threads == 1 else f"{threads} loader threads at once (the default)"
+    return StageRate(f"fill: {label}", seconds, threads * batches * BATCH_QUERIES * loader.max_docs,
+                     batches=threads * batches)
 
 
 def recorded_gpu_rates(doc: Path) -> tuple[dict[int, float], str | None]:
@@ -151,41 +158,46 @@ def stage_table(stages: list[StageRate]) -> str:
     return markdown_table(["stage", "MB/s of text", "docs/s", "batches/s", "median s"], rows)
 
 
-def demand_table(loader: StageRate, gpu_rates: dict[int, float], bytes_per_doc: int) -> str:
-    """Per width: the GPU's appetite, the shard read rate it implies, and how many loader processes feed it."""
+def demand_table(one_thread: StageRate, loader: StageRate, threads: int, gpu_rates: dict[int, float],
+                 bytes_per_doc: int) -> str:
+    """Per width: the GPU's appetite, the shard read rate it implies, whether the default loader keeps up on this
+    machine, and how many loader threads (each on a core of its own) it takes."""
     rows = []
     for width, rate in sorted(gpu_rates.items()):
-        needed = math.ceil(rate / loader.docs_per_second)
-        rows.append([width, f"{rate:,.0f}", f"{rate * bytes_per_doc / 1e9:.2f}", f"{loader.docs_per_second:,.0f}",
-                     "yes" if needed <= 1 else f"no: {rate / loader.docs_per_second:.1f}x short", needed])
-    return markdown_table(["width", "native trainer docs/s (1 GPU)", "shard read GB/s", "loader thread docs/s",
-                           "keeps up?", "loader processes (cores) per GPU"], rows)
+        keeps_up = loader.docs_per_second >= rate
+        rows.append([width, f"{rate:,.0f}", f"{rate * bytes_per_doc / 1e9:.2f}", f"{one_thread.docs_per_second:,.0f}",
+                     "yes" if keeps_up else f"no: {rate / loader.docs_per_second:.1f}x short",
+                     math.ceil(rate / one_thread.docs_per_second)])
+    return markdown_table(["width", "native trainer docs/s (1 GPU)", "shard read GB/s", "one loader thread docs/s",
+                           f"{threads} threads keep up here?", "loader threads (cores) per GPU"], rows)
 
 
-def verdict(loader: StageRate, gpu_rates: dict[int, float]) -> str:
+def verdict(one_thread: StageRate, loader: StageRate, threads: int, gpu_rates: dict[int, float]) -> str:
     if not gpu_rates:
         return (f"No GPU figures to compare with: docs/benchmarks.md has no `{GPU_SECTION}` section with "
                 f"`{GPU_TRAINER}` 1-GPU rows. Run `python -m benchmarks.gpu_scaling` on a GPU machine, then rerun "
                 "this.")
+    speedup = loader.docs_per_second / one_thread.docs_per_second
     short = {width: rate for width, rate in gpu_rates.items() if rate > loader.docs_per_second}
     if not short:
-        return ("The streaming loader's one thread, as measured on this machine, keeps up with the native trainer at "
-                "every width.")
-    widths = ", ".join(f"width {width} needs {math.ceil(rate / loader.docs_per_second)}"
+        return (f"The streaming loader's {threads} threads ({loader.docs_per_second:,.0f} docs/s together on this "
+                f"{os.cpu_count()}-core machine, {speedup:.2f}x one thread: numpy's gathers release the interpreter "
+                "lock) keep up with the native trainer at every width.")
+    widths = ", ".join(f"width {width} needs {math.ceil(rate / one_thread.docs_per_second)}"
                        for width, rate in sorted(short.items()))
-    return (f"The streaming loader's one thread ({loader.docs_per_second:,.0f} docs/s on this {os.cpu_count()}-core "
-            f"machine) does not keep up with the native trainer everywhere: {widths} loader processes filling "
-            "batches in parallel per GPU, each on a core of its own (StreamingBatches has one thread today; its row "
-            "gathers release the interpreter lock only in part, so threads would add little). Below that the GPU "
-            "waits for data; the in-memory path (GPU-resident queries, ranker.batches) has no such limit while the "
-            "data fits in GPU memory.")
+    return (f"The streaming loader's {threads} threads ({loader.docs_per_second:,.0f} docs/s together on this "
+            f"{os.cpu_count()}-core machine, {speedup:.2f}x one thread) do not keep up with the native trainer "
+            f"everywhere: {widths} loader threads per GPU (`--loader-threads`), each on a core of its own. Below "
+            "that the GPU waits for data; the in-memory path (GPU-resident queries, ranker.batches) has no such "
+            "limit while the data fits in GPU memory.")
 
 
 def render(stages: list[StageRate], gpu_rates: dict[int, float], gpu_machine: str | None, args: argparse.Namespace,
            text_mb: float, shard_mb: float, load_at_start: float) -> str:
-    loader = stages[-1]
+    one_thread, loader = stages[-2:]
+    threads = loader.batches // one_thread.batches
     bytes_per_doc = 4 * args.features + 4  # float32 features and label per document, as the shards store them
-    comparison = demand_table(loader, gpu_rates, bytes_per_doc) if gpu_rates else ""
+    comparison = demand_table(one_thread, loader, threads, gpu_rates, bytes_per_doc) if gpu_rates else ""
     return (
         f"{provenance()}\n- CPU cores: {os.cpu_count()}, load average {load_at_start:.1f} at the start (other work "
         f"on the machine lowers these figures); torch {torch.__version__}\n"
@@ -195,12 +207,12 @@ def render(stages: list[StageRate], gpu_rates: dict[int, float], gpu_machine: st
         f"- Loader: StreamingBatches, batches of {BATCH_QUERIES} queries ({BATCH_QUERIES * args.docs_per_query} "
         "documents), shards in the page cache (from a cold disk, the shard read rate below must also come from the "
         "disk). `stream` is the whole loader on the CPU device, which adds a host copy of each batch; `fill` is its "
-        "thread's work alone, the loader's CPU cost on a GPU, where the copy to the device is an asynchronous DMA "
-        "(an upper bound there: the thread shares the interpreter lock with the training loop)\n\n"
+        "threads' work alone, the loader's CPU cost on a GPU, where the copy to the device is an asynchronous DMA "
+        "(an upper bound there: the threads share the interpreter lock with the training loop)\n\n"
         f"{stage_table(stages)}\n\n"
         f"What the GPU trainers consume ({gpu_machine or 'no GPU run recorded'}, from the `{GPU_SECTION}` section; "
         "each rank runs its own loader):\n\n"
-        f"{comparison}\n\n{verdict(loader, gpu_rates)}\n"
+        f"{comparison}\n\n{verdict(one_thread, loader, threads, gpu_rates)}\n"
     )
 
 
@@ -229,7 +241,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         stages = [measure_parse(text, docs, args.repeats), measure_convert(text, shard_dir, docs, args.repeats)]
         loader = StreamingBatches(shard_dir, BATCH_QUERIES, rank=0, world_size=1, seed=0, device=torch.device("cpu"))
         stages += [measure_stream(loader, args.stream_batches, args.repeats),
-                   measure_fill(loader, args.stream_batches, args.repeats)]
+                   measure_fill(loader, args.stream_batches, args.repeats, threads=1),
+                   measure_fill(loader, args.stream_batches, args.repeats, threads=loader.threads)]
         text_mb, shard_mb = text.stat().st_size / 1e6, folder_megabytes(shard_dir)
 
     gpu_rates, gpu_machine = recorded_gpu_rates(args.doc)

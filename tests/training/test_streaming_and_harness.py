@@ -45,17 +45,22 @@ def test_each_rank_streams_only_its_own_shards_every_query_whole(shard_dir):
         assert len(served) == batches.steps_per_epoch * 4 * 8  # 8 documents per query, no padding served
 
 
-def test_streaming_order_is_deterministic_by_seed_and_epoch_and_resumes_mid_epoch(shard_dir):
-    make = lambda: StreamingBatches(shard_dir, 4, 0, 1, seed=5, device=torch.device("cpu"), prefetch=3)  # noqa: E731
+@pytest.mark.parametrize("threads", [1, 3])
+def test_streaming_order_is_deterministic_by_seed_and_epoch_and_resumes_mid_epoch(shard_dir, threads):
+    make = lambda: StreamingBatches(shard_dir, 4, 0, 1, seed=5, device=torch.device("cpu"),  # noqa: E731
+                                    prefetch=3, threads=threads)
     first, again = batch_rows(make().epoch_batches(1)), batch_rows(make().epoch_batches(1))
     assert first == again
     assert first != batch_rows(make().epoch_batches(2))
     # Resuming at step 3 serves exactly the rest of the epoch
     assert batch_rows(make().epoch_batches(1, start_step=3)) == first[3 * 4 * 8:]
+    # And the thread count changes nothing but speed: one thread serves the same batches in the same order
+    single = StreamingBatches(shard_dir, 4, 0, 1, seed=5, device=torch.device("cpu"), threads=1)
+    assert batch_rows(single.epoch_batches(1)) == first
 
 
-def test_abandoning_an_epoch_stops_the_prefetch_thread(shard_dir):
-    batches = StreamingBatches(shard_dir, 4, 0, 1, 0, torch.device("cpu"), prefetch=2)
+def test_abandoning_an_epoch_stops_the_prefetch_threads(shard_dir):
+    batches = StreamingBatches(shard_dir, 4, 0, 1, 0, torch.device("cpu"), prefetch=2, threads=3)
     iterator = batches.epoch_batches(0)
     next(iterator)
     iterator.close()  # the generator's cleanup joins the worker; a hang here fails the test by timeout

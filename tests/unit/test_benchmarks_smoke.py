@@ -217,7 +217,7 @@ def test_data_pipeline_at_a_tiny_size_writes_its_section_and_says_the_gpu_figure
     section = _section(doc, "data-pipeline")
     stage_rows = [line for line in section.splitlines()
                   if line.startswith(("| parse", "| convert", "| stream", "| fill"))]
-    assert len(stage_rows) == 4
+    assert len(stage_rows) == 5  # parse, convert, stream, fill with one thread and with the default threads
     assert all(float(row.split("|")[3].replace(",", "")) > 0 for row in stage_rows)
     assert "No GPU figures to compare with" in section
     assert _section(doc, "trigger_latency").strip().endswith("kept as is")
@@ -230,7 +230,7 @@ def test_data_pipeline_counts_the_loaders_each_recorded_gpu_rate_needs(tmp_path)
     _gpu_scaling_section(doc, [_result("native", 64, 1, 1.0), _result("native", 8192, 1, 1e12)])
     # When the data benchmark runs
     data_pipeline.main([*TINY_RUN, "--doc", str(doc)])
-    # Then each width needs ceil(GPU rate / loader thread rate) threads, from the thread rate it measured
+    # Then each width needs ceil(GPU rate / one loader thread's rate) threads, from the rate it measured
     section = _section(doc, "data-pipeline")
     fill_row = next(line for line in section.splitlines() if line.startswith("| fill"))
     loader_rate = float(fill_row.split("|")[3].replace(",", ""))

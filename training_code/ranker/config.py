@@ -49,6 +49,9 @@ class DataConfig:
     """Apply `log1p` to features (for heavy-tailed raw counts; LETOR features already in [0, 1] need none)."""
     streaming: bool = False
     """Stream batches from memory-mapped binary shards instead of holding the training set on the device."""
+    loader_threads: int = 4
+    """Threads filling streamed batches on each process, in parallel: one fills ~5-6M documents/s on a CPU core,
+    the graphed trainer at width 1024 eats ~10.5M a second per H200 (docs/benchmarks.md)."""
 
 
 @dataclass(frozen=True)
@@ -207,6 +210,7 @@ def validate(config: RunConfig) -> None:
     checks = [
         ("batch_size", config.train.batch_size, config.train.batch_size >= 1, "use at least 1 query per batch"),
         ("num_layers", config.model.num_layers, config.model.num_layers >= 1, "use at least 1 dense layer"),
+        ("loader_threads", config.data.loader_threads, config.data.loader_threads >= 1, "use at least 1 thread"),
         ("validation_fraction", config.data.validation_fraction, 0 < config.data.validation_fraction < 1,
          "use a fraction strictly between 0 and 1"),
         ("precision", config.train.precision, config.train.precision in ("bf16", "fp32"), "use bf16 or fp32"),

@@ -46,7 +46,8 @@ class Session:
         config, topology = self.config.train, self.topology
         if self.train is None:
             return StreamingBatches(self.config.data.train, config.batch_size, topology.rank, topology.world_size,
-                                    config.seed, self.device, log1p=self.config.data.log1p)
+                                    config.seed, self.device, log1p=self.config.data.log1p,
+                                    threads=self.config.data.loader_threads)
         return QueryBatches(self.train, config.batch_size, topology.rank, topology.world_size, config.seed)
 
 

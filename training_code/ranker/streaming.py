@@ -1,10 +1,13 @@
 """Batches for training sets larger than device memory: read from memory-mapped binary shards.
 
-Each rank reads only its own shards (`shards[rank::world_size]`). A background thread gathers each batch's whole
-queries into a pinned host buffer (padded `[batch, max_docs, features]`), ahead of the trainer by `prefetch`
-buffers; the trainer copies a ready buffer to the device asynchronously. A buffer is refilled only after its copy
-has finished (a CUDA event the thread waits on), so the trainer never waits for the disk unless the disk is slower
-than the model. Order is deterministic by (seed, epoch) within each rank's shards.
+Each rank reads only its own shards (`shards[rank::world_size]`). Background threads gather each batch's whole
+queries into pinned host buffers (padded `[batch, max_docs, features]`): with `threads` threads, thread t fills steps
+t, t + threads, ... into its own `prefetch` buffers, and the trainer takes them back in step order and copies each to
+the device asynchronously. numpy's gathers release the interpreter lock, so the threads fill in parallel (two fill
+1.9x as fast as one on 2 cores; one fills ~5-6M documents/s, and the graphed trainer at width 1024 eats ~10.5M a
+second per H200: docs/benchmarks.md). A buffer is refilled only after its copy has finished (a CUDA event its thread waits on), so the
+trainer never waits for the disk unless the disk is slower than the model. Order is deterministic by (seed, epoch)
+within each rank's shards, whatever the thread count.
 """
 
 from __future__ import annotations
@@ -23,13 +26,16 @@ from ranker.batches import Batch, EpochBatches, epoch_permutation
 
 class StreamingBatches(EpochBatches):
     def __init__(self, folder: Path, batch_size: int, rank: int, world_size: int, seed: int, device: torch.device,
-                 prefetch: int = 4, log1p: bool = False):
+                 prefetch: int = 2, log1p: bool = False, threads: int = 4):
         manifest = shards.read_manifest(folder)
         names = manifest["shards"]
         if len(names) < world_size:
             raise ValueError(f"streaming: {len(names)} shard(s) in {folder} for {world_size} processes; rewrite "
                              f"the channel with ranker.convert --docs-per-shard small enough for >= {world_size}")
-        self.batch_size, self.seed, self.device, self.prefetch, self.log1p = batch_size, seed, device, prefetch, log1p
+        if threads < 1 or prefetch < 1:
+            raise ValueError(f"streaming: threads={threads}, prefetch={prefetch}; use at least 1 of each")
+        self.batch_size, self.seed, self.device, self.log1p = batch_size, seed, device, log1p
+        self.prefetch, self.threads = prefetch, threads
         self.max_docs, self.num_features = manifest["max_docs"], manifest["num_features"]
         self.shards = [shards.open_shard(folder, name) for name in names[rank::world_size]]
         # (shard, query) of every local query, so one permutation spans all of this rank's shards.
@@ -73,38 +79,51 @@ class StreamingBatches(EpochBatches):
     def epoch_batches(self, epoch: int, start_step: int = 0) -> Iterator[Batch]:
         order = epoch_permutation(len(self.local_queries), self.seed, epoch).numpy()
         steps = range(start_step, self.steps_per_epoch)
-        buffers = [self._new_buffer() for _ in range(self.prefetch)]
-        free: queue.Queue = queue.Queue()
-        ready: queue.Queue = queue.Queue()
-        for index in range(self.prefetch):
-            free.put((index, None))
-        stop = threading.Event()
-
-        def produce() -> None:
-            for step in steps:
-                index, copied = free.get()
-                if stop.is_set():
-                    return
-                if copied is not None:
-                    copied.synchronize()  # waits in this thread, not the trainer's
-                batch_queries = self.local_queries[order[step * self.batch_size:(step + 1) * self.batch_size]]
-                self._fill(buffers[index], batch_queries)
-                ready.put(index)
-
-        worker = threading.Thread(target=produce, daemon=True, name="streaming-batches")
-        worker.start()
+        lanes = [_Lane(self, order, steps[first::self.threads]) for first in range(min(self.threads, len(steps)))]
         try:
-            for _ in steps:
-                index = ready.get()
+            for position in range(len(steps)):
+                lane = lanes[position % len(lanes)]  # lane t holds steps t, t + len(lanes), ...: step order
+                index = lane.ready.get()
                 if self.device.type == "cuda":
-                    batch = tuple(t.to(self.device, non_blocking=True) for t in buffers[index])
+                    batch = tuple(t.to(self.device, non_blocking=True) for t in lane.buffers[index])
                     copied = torch.cuda.Event()
                     copied.record()
                 else:
-                    batch, copied = tuple(t.clone() for t in buffers[index]), None
-                free.put((index, copied))
+                    batch, copied = tuple(t.clone() for t in lane.buffers[index]), None
+                lane.free.put((index, copied))
                 yield batch
         finally:
-            stop.set()
-            free.put((0, None))  # wakes the thread if it is waiting for a buffer
-            worker.join()
+            for lane in lanes:
+                lane.close()
+
+
+class _Lane:
+    """One filling thread with its own buffers: `free` hands it a buffer index (and the CUDA event of that buffer's
+    last copy), `ready` hands the filled index back."""
+
+    def __init__(self, batches: StreamingBatches, order: np.ndarray, steps: range):
+        self.buffers = [batches._new_buffer() for _ in range(batches.prefetch)]
+        self.free: queue.Queue = queue.Queue()
+        self.ready: queue.Queue = queue.Queue()
+        for index in range(len(self.buffers)):
+            self.free.put((index, None))
+        self.stop = threading.Event()
+
+        def produce() -> None:
+            for step in steps:
+                index, copied = self.free.get()
+                if self.stop.is_set():
+                    return
+                if copied is not None:
+                    copied.synchronize()  # waits in this thread, not the trainer's
+                size = batches.batch_size
+                batches._fill(self.buffers[index], batches.local_queries[order[step * size:(step + 1) * size]])
+                self.ready.put(index)
+
+        self.thread = threading.Thread(target=produce, daemon=True, name="streaming-batches")
+        self.thread.start()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.free.put((0, None))  # wakes the thread if it is waiting for a buffer
+        self.thread.join()
