@@ -61,8 +61,8 @@ def host_batches(session: Session) -> NativeHarness:
 # (name, what changes, prediction written before measuring, how the train config changes, how the harness is built).
 # The project step replays a CUDA graph; each variant changes one thing from it.
 VARIANTS: list[tuple[str, str, str, dict, Callable[[Session], NativeHarness]]] = [
-    ("project step", "CUDA-graphed step: device-resident index batches, fused bf16 layers, fused AdamW", "reference", {},
-     NativeHarness.build),
+    ("project step", "CUDA-graphed step: device-resident index batches, fused bf16 layers, fused AdamW", "reference",
+     {}, NativeHarness.build),
     ("eager step instead of a CUDA graph", "~150 kernel launches from Python per step",
      "-50..-65% at 1024 (launch-bound), -2% at 4096", {"cuda_graph": False}, NativeHarness.build),
     ("autocast Linear + ReLU instead of fused layers", "separate ReLU pass, bf16 weight gradients cast to float32",

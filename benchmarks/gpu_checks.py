@@ -16,11 +16,9 @@ any failure, so a device run can gate on it.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 
 import torch
-from torch.nn.parallel import DistributedDataParallel
 
 from benchmarks.project_trainers import benchmark_session
 from ranker import distributed, engine
@@ -29,16 +27,13 @@ from ranker.throughput import NativeHarness
 
 def train(cuda_graph: bool, width: int, steps: int, fused: bool = True,
           ddp: bool = False) -> tuple[dict[str, torch.Tensor], float]:
-    """`ddp`: DDP around the fused layers instead of the FusedDataParallel the harness chooses for them."""
+    """`ddp`: DDP around the fused layers (`--data-parallel ddp`) instead of FusedDataParallel."""
     topology = distributed.detect_topology()
     device = distributed.device_for(topology)
     session = benchmark_session(width, 64, topology, device, batches_of_data=steps, cuda_graph=cuda_graph,
-                                warmup_fraction=0.5)
+                                warmup_fraction=0.5, data_parallel="ddp" if ddp else "auto")
     torch.manual_seed(0)
     harness = NativeHarness.build(session, total_steps=steps, fused_layers=fused)
-    if ddp:
-        harness = dataclasses.replace(harness, model=DistributedDataParallel(
-            engine.unwrap(harness.model), device_ids=[device], gradient_as_bucket_view=True, static_graph=True))
     loss_sum = harness.run(steps)
     weights = {name: value.detach().float().cpu() for name, value in engine.unwrap(harness.model).state_dict().items()}
     return weights, float(loss_sum)

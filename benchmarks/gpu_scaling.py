@@ -203,7 +203,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--processes", type=int, default=2, help="CPU smoke runs only: ranks for the multi layout")
     parser.add_argument("--raw-dir", type=Path, default=None, help="where logs and raw JSON lines go")
     parser.add_argument("--doc", type=Path, default=BENCHMARKS_DOC)
-    parser.add_argument("--note", default="", help="a line of provenance to add to the doc section (with --render-only)")
+    parser.add_argument("--note", default="",
+                        help="a line of provenance to add to the doc section (with --render-only)")
     parser.add_argument("--render-only", action="store_true",
                         help="run nothing: render the table, plot and doc section from --raw-dir's results")
     args = parser.parse_args(argv)

@@ -67,7 +67,8 @@ def train(session: Session) -> None:
             stopping = False
             if step % config.log_every == 0 or step == total_steps:
                 window, stopping = meter.read(stop.received)
-                last_metrics = {"epoch": epoch, "step": step, **window, "learning_rate": engine.learning_rate(scheduler)}
+                last_metrics = {"epoch": epoch, "step": step, **window,
+                                "learning_rate": engine.learning_rate(scheduler)}
                 session.history.append(last_metrics)
                 progress.report(last_metrics)
             if stopping or (config.checkpoint_every and step % config.checkpoint_every == 0):

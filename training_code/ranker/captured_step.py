@@ -1,4 +1,4 @@
-"""The whole training step (forward, loss, backward, DDP's all-reduce, optimizer) captured once as a CUDA graph
+"""The whole training step (forward, loss, backward, the gradient all-reduce, optimizer) captured once as a CUDA graph
 and replayed for every later batch.
 
 Why: at width 1024 the eager step is bound by launching ~150 small kernels from Python (docs/benchmarks.md); a replay

@@ -5,9 +5,9 @@ queries into pinned host buffers (padded `[batch, max_docs, features]`): with `t
 t, t + threads, ... into its own `prefetch` buffers, and the trainer takes them back in step order and copies each to
 the device asynchronously. numpy's gathers release the interpreter lock, so the threads fill in parallel (two fill
 1.9x as fast as one on 2 cores; one fills ~5-6M documents/s, and the graphed trainer at width 1024 eats ~10.5M a
-second per H200: docs/benchmarks.md). A buffer is refilled only after its copy has finished (a CUDA event its thread waits on), so the
-trainer never waits for the disk unless the disk is slower than the model. Order is deterministic by (seed, epoch)
-within each rank's shards, whatever the thread count.
+second per H200: docs/benchmarks.md). A buffer is refilled only after its copy has finished (a CUDA event its thread
+waits on), so the trainer never waits for the disk unless the disk is slower than the model. Order is deterministic
+by (seed, epoch) within each rank's shards, whatever the thread count.
 """
 
 from __future__ import annotations
@@ -109,6 +109,8 @@ class _Lane:
             self.free.put((index, None))
         self.stop = threading.Event()
 
+        size = batches.batch_size
+
         def produce() -> None:
             for step in steps:
                 index, copied = self.free.get()
@@ -116,7 +118,6 @@ class _Lane:
                     return
                 if copied is not None:
                     copied.synchronize()  # waits in this thread, not the trainer's
-                size = batches.batch_size
                 batches._fill(self.buffers[index], batches.local_queries[order[step * size:(step + 1) * size]])
                 self.ready.put(index)
 
