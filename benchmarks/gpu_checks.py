@@ -1,6 +1,7 @@
 """Checks of the GPU-only paths, for a GPU machine (CI has none): the CUDA-graphed step trains exactly like the
 eager one, the fused bf16 layers (ranker.fused_linear) train like autocast's Linear + ReLU, and on several GPUs
-FusedDataParallel's reduction trains like DDP's and leaves every rank with the same weights.
+FusedDataParallel's reduction with its sharded update trains like DDP's and like its own unsharded update, and leaves
+every rank with the same weights.
 
     python -m benchmarks.gpu_checks                                   # one GPU
     torchrun --nproc_per_node 2 -m benchmarks.gpu_checks              # the all-reduce inside the graph
@@ -9,7 +10,8 @@ From the same initial weights and batches, runs the eager step and the captured 
 warm-up and the capture, through the learning-rate warm-up) and compares every rank's weights and summed loss: they
 must be equal to round-off. Then the eager step with plain autocast layers: its summed loss must agree to 1%
 (bf16 sums in a different order drift apart slowly). On several GPUs, the captured step with DDP in place of
-FusedDataParallel must end within `--tolerance` of it, and rank 0's weights must equal every other rank's. Exits 1 on
+FusedDataParallel, and with the update unsharded, must each end within `--tolerance` of it, and rank 0's weights must
+equal every other rank's. Exits 1 on
 any failure, so a device run can gate on it.
 """
 
@@ -25,13 +27,13 @@ from ranker import distributed, engine
 from ranker.throughput import NativeHarness
 
 
-def train(cuda_graph: bool, width: int, steps: int, fused: bool = True,
-          ddp: bool = False) -> tuple[dict[str, torch.Tensor], float]:
-    """`ddp`: DDP around the fused layers (`--data-parallel ddp`) instead of FusedDataParallel."""
+def train(cuda_graph: bool, width: int, steps: int, fused: bool = True, **reduction) -> tuple[dict[str, torch.Tensor],
+                                                                                          float]:
+    """`reduction`: TrainConfig changes to the gradient reduction (`data_parallel="ddp"`, `shard_optimizer=False`)."""
     topology = distributed.detect_topology()
     device = distributed.device_for(topology)
     session = benchmark_session(width, 64, topology, device, batches_of_data=steps, cuda_graph=cuda_graph,
-                                warmup_fraction=0.5, data_parallel="ddp" if ddp else "auto")
+                                warmup_fraction=0.5, **reduction)
     torch.manual_seed(0)
     harness = NativeHarness.build(session, total_steps=steps, fused_layers=fused)
     loss_sum = harness.run(steps)
@@ -66,16 +68,19 @@ def main() -> None:
               f"{unfused_loss:.6f}: {'PASS' if fused_passed else 'FAIL'}")
     passed = graph_passed and fused_passed
     if topology.world_size > 1:
-        ddp_weights, _ = train(True, args.width, args.steps, ddp=True)
-        versus_ddp = largest_difference(graph_weights, ddp_weights)
         rank0_weights = {name: value.to(device) for name, value in graph_weights.items()}
         for value in rank0_weights.values():
             torch.distributed.broadcast(value, src=0)
         versus_rank0 = largest_difference(graph_weights, {k: v.cpu() for k, v in rank0_weights.items()})
-        reduction_passed = versus_ddp <= args.tolerance and versus_rank0 == 0
-        report += (f"; FusedDataParallel vs DDP: largest weight difference {versus_ddp:.2e}, vs rank 0's weights "
-                   f"{versus_rank0:.2e}: {'PASS' if reduction_passed else 'FAIL'}")
-        passed = passed and reduction_passed
+        for label, reduction in (("DDP", {"data_parallel": "ddp"}),
+                                 ("the unsharded update", {"shard_optimizer": False})):
+            other_weights, _ = train(True, args.width, args.steps, **reduction)
+            versus_other = largest_difference(graph_weights, other_weights)
+            reduction_passed = versus_other <= args.tolerance and versus_rank0 == 0
+            report += (f"; FusedDataParallel (sharded update) vs {label}: largest weight difference "
+                       f"{versus_other:.2e}, vs rank 0's weights {versus_rank0:.2e}: "
+                       f"{'PASS' if reduction_passed else 'FAIL'}")
+            passed = passed and reduction_passed
     print(report, flush=True)
     distributed.shutdown()
     sys.exit(0 if passed else 1)

@@ -31,12 +31,13 @@ TRAINER_MODULES = {
     "native": "benchmarks.project_trainers",
     "native-bf16-allreduce": "benchmarks.project_trainers",
     "native-ddp": "benchmarks.project_trainers",
+    "native-replicated-update": "benchmarks.project_trainers",
     "lightning": "benchmarks.project_trainers",
     "naive-ddp": "benchmarks.baselines.naive_ddp",
     "naive-lightning": "benchmarks.baselines.naive_lightning",
 }
 # Trainers measured against another's 1-GPU figure: how gradients are reduced only matters with several GPUs.
-MULTI_GPU_ONLY = {"native-bf16-allreduce": "native", "native-ddp": "native"}
+MULTI_GPU_ONLY = {"native-bf16-allreduce": "native", "native-ddp": "native", "native-replicated-update": "native"}
 NAIVE_TRAINERS = ("naive-ddp", "naive-lightning")
 # NVLink multicast stays off on shared machines (it can take a host's GPUs out of service).
 SAFE_NCCL_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -191,8 +192,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--emulated-hosts", type=int, default=gpus if gpus > 1 else 0,
                         help="also run this many torchrun agents (--nnodes) of one GPU each; 0 = skip")
     parser.add_argument("--trainers", default=",".join(t for t in TRAINER_MODULES if t not in MULTI_GPU_ONLY),
-                        help="comma-separated; native-bf16-allreduce and native-ddp (ablations of the gradient "
-                             "reduction, several GPUs only) are opt-in")
+                        help="comma-separated; native-bf16-allreduce, native-ddp and native-replicated-update "
+                             "(ablations of the gradient reduction, several GPUs only) are opt-in")
     parser.add_argument("--widths", default="1024,4096")
     parser.add_argument("--batch-size", type=int, default=8192)
     parser.add_argument("--warmup-steps", type=int, default=15)
@@ -258,8 +259,10 @@ def render(args: argparse.Namespace, results_path: Path, run: dict) -> None:
         f"{args.steps_per_window} steps for the project's trainers; 5 and {args.naive_steps_per_window} for the "
         f"naive baselines, which run 10-100x slower)\n"
         f"- Project trainers: one CUDA-graphed step (ranker.captured_step) with fused bf16 layers; on several GPUs "
-        f"FusedDataParallel averages the float32 gradients (ranker.fused_data_parallel); Lightning runs that same "
-        f"step under manual optimization\n"
+        f"FusedDataParallel averages the float32 gradients (ranker.fused_data_parallel) and, where the layers make "
+        f"several buckets (width 4096), each rank runs AdamW on its shard of them beside the backward pass "
+        f"(ranker.sharded_optimizer; `native-replicated-update` runs the whole update on every rank); Lightning runs "
+        f"that same step under manual optimization\n"
         + (f"- {args.note}\n" if args.note else "") + "\n"
         f"{table}\n\n![scaling]({plot_path.name})\n"
     )

@@ -34,11 +34,13 @@ def train(session: Session) -> None:
     batches = session.training_batches()
     total_steps = session.total_steps(batches.steps_per_epoch)
     model = engine.build_model(session.model_config, device)
-    optimizer = engine.build_optimizer(model, config, device)
-    scheduler = engine.build_scheduler(optimizer, total_steps, config.warmup_fraction)
     step, epoch, position = 0, 0, 0
     resumed = checkpoint.restore_training_state(session.config.paths.checkpoint_dir, model, topology.rank,
                                                 topology.world_size)
+    trained = engine.wrap_data_parallel(torch.compile(model) if config.compile else model, device,
+                                        topology.world_size, config)
+    optimizer = engine.build_optimizer(trained, config, device)
+    scheduler = engine.build_scheduler(optimizer, total_steps, config.warmup_fraction)
     if resumed is not None:
         optimizer.load_state_dict(resumed["optimizer"])
         scheduler.load_state_dict(resumed["scheduler"])
@@ -46,8 +48,6 @@ def train(session: Session) -> None:
         session.history = resumed["history"]
         if resumed["rng"] is not None:
             checkpoint.set_rng_state(resumed["rng"])
-    trained = engine.wrap_data_parallel(torch.compile(model) if config.compile else model, device,
-                                        topology.world_size, config)
     loss_function = LOSSES[config.loss]
     step_function = engine.step_function(trained, optimizer, scheduler, loss_function, device, config)
     progress = Progress(total_steps, topology.is_main, step)

@@ -1,6 +1,7 @@
 """FusedDataParallel (the GPU path's replacement for DDP) averages gradients across real processes: two gloo ranks,
-each on its half of every batch, train exactly like one process on the whole batch. On CPU through the same fused
-layers (bf16 arithmetic); benchmarks.gpu_checks runs it with NCCL inside a CUDA graph."""
+each on its half of every batch, train exactly like one process on the whole batch, whether every rank runs the
+whole AdamW update or each its shard (ShardedAdamW, whose state gathers back into AdamW's layout). On CPU through the
+same fused layers (bf16 arithmetic); benchmarks.gpu_checks runs it with NCCL inside a CUDA graph."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from torch import nn
 
 from ranker import engine
 from ranker.config import ModelConfig, TrainConfig
 from ranker.fused_data_parallel import BUCKET_BYTES, FusedDataParallel, bucket_groups
 from ranker.losses import LOSSES
 from ranker.model import RankingMLP
+from ranker.sharded_optimizer import ShardedAdamW
 
 WORLD_SIZE = 2
 STEPS = 4
@@ -37,62 +40,113 @@ def rank_half(batch: tuple[torch.Tensor, ...], rank: int) -> tuple[torch.Tensor,
     return tuple(tensor.chunk(WORLD_SIZE)[rank] for tensor in batch)
 
 
-def train_rank(rank: int, store_path: str, results: str, bucket_bytes: int) -> None:
-    dist.init_process_group("gloo", store=dist.FileStore(store_path, WORLD_SIZE), rank=rank, world_size=WORLD_SIZE)
-    torch.manual_seed(rank)  # different initial weights per rank: the wrapper must start all from rank 0's
-    model = RankingMLP(MODEL)
-    wrapped = FusedDataParallel(model, bucket_bytes)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+def train(model: RankingMLP, forward, optimizer: torch.optim.Optimizer, rank: int | None, steps: range) -> dict:
+    """Trains on `steps`' batches (rank r's half of each, or with rank None the whole batch as both halves' losses
+    averaged, one backward); returns the first step's gradients (those autograd left) and the final weights."""
     first_gradients = None
-    for step in range(STEPS):
+    for step in steps:
         optimizer.zero_grad(set_to_none=True)
-        features, labels, mask = rank_half(global_batch(step), rank)
-        LOSSES["listwise"](wrapped(features), labels, mask).backward()
+        batch = global_batch(step)
+        halves = [rank_half(batch, half) for half in ([rank] if rank is not None else range(WORLD_SIZE))]
+        (sum(LOSSES["listwise"](forward(features), labels, mask) for features, labels, mask in halves)
+         / len(halves)).backward()
         if first_gradients is None:
-            first_gradients = {name: p.grad.clone() for name, p in model.named_parameters()}
+            first_gradients = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
         optimizer.step()
-    torch.save({"gradients": first_gradients, "weights": model.state_dict()}, Path(results) / f"rank{rank}.pt")
-    dist.destroy_process_group()
+    return {"gradients": first_gradients, "weights": {k: v.clone() for k, v in model.state_dict().items()}}
 
 
-def train_one_process() -> dict:
-    """The reference: rank 0's initial weights, each batch's two halves as two losses averaged, one backward."""
+def layer_norm_parameters() -> set[str]:
+    return {f"{name}.{kind}" for name, module in RankingMLP(MODEL).named_modules() if isinstance(module, nn.LayerNorm)
+            for kind in ("weight", "bias")}
+
+
+def one_process(steps: range, optimizer_state: dict | None = None) -> tuple[dict, RankingMLP, torch.optim.AdamW]:
+    """The reference: rank 0's initial weights, the whole batch each step, plain AdamW."""
     torch.manual_seed(0)
     model = RankingMLP(MODEL)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    first_gradients = None
-    for step in range(STEPS):
-        optimizer.zero_grad(set_to_none=True)
-        batch = global_batch(step)
-        losses = [LOSSES["listwise"](model.fused_forward(features), labels, mask)
-                  for features, labels, mask in (rank_half(batch, rank) for rank in range(WORLD_SIZE))]
-        (sum(losses) / WORLD_SIZE).backward()
-        if first_gradients is None:
-            first_gradients = {name: p.grad.clone() for name, p in model.named_parameters()}
-        optimizer.step()
-    return {"gradients": first_gradients, "weights": model.state_dict()}
+    if optimizer_state is not None:
+        optimizer.load_state_dict(optimizer_state)
+    return train(model, model.fused_forward, optimizer, None, steps), model, optimizer
 
 
-@pytest.fixture(scope="module", params=[BUCKET_BYTES, 1], ids=["one bucket", "a bucket per layer"])
-def two_ranks(request, tmp_path_factory) -> list[dict]:
+def train_rank(rank: int, store_path: str, results: str, bucket_bytes: int, shard: bool) -> None:
+    dist.init_process_group("gloo", store=dist.FileStore(store_path, WORLD_SIZE), rank=rank, world_size=WORLD_SIZE)
+    torch.manual_seed(rank)  # different initial weights per rank: the wrapper must start all from rank 0's
+    model = RankingMLP(MODEL)
+    wrapped = FusedDataParallel(model, bucket_bytes, shard_optimizer=shard)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    optimizer = ShardedAdamW(wrapped, optimizer) if wrapped.shard_optimizer else optimizer
+    result = train(model, wrapped, optimizer, rank, range(STEPS))
+    result["optimizer"] = optimizer.state_dict()  # a collective when sharded: every rank calls it
+    result["sharded"] = wrapped.shard_optimizer
+    if wrapped.shard_optimizer:
+        # a plain optimizer never sees the sharded layers' gradients: the first backward pass says so
+        unpaired = FusedDataParallel(RankingMLP(MODEL), bucket_bytes, shard_optimizer=True)
+        features, labels, mask = rank_half(global_batch(0), rank)
+        with pytest.raises(RuntimeError, match="build its optimizer as ShardedAdamW"):
+            LOSSES["listwise"](unpaired(features), labels, mask).backward()
+        # resume halfway from the reference's checkpoint, onto the two ranks' sharded optimizer
+        _, halfway_model, halfway_optimizer = one_process(range(STEPS // 2))
+        model = RankingMLP(MODEL)
+        model.load_state_dict(halfway_model.state_dict())
+        wrapped = FusedDataParallel(model, bucket_bytes, shard_optimizer=True)
+        optimizer = ShardedAdamW(wrapped, torch.optim.AdamW(model.parameters(), lr=1e-2))
+        with pytest.raises(ValueError, match="expected one group of 14 parameters"):  # another model's state
+            optimizer.load_state_dict({"state": {}, "param_groups": [{"lr": 1.0, "params": [0, 1]}]})
+        optimizer.load_state_dict(halfway_optimizer.state_dict())
+        result["resumed weights"] = train(model, wrapped, optimizer, rank, range(STEPS // 2, STEPS))["weights"]
+    torch.save(result, Path(results) / f"rank{rank}.pt")
+    dist.destroy_process_group()
+
+
+# Backward order, the layers hold 17, 272, 272 and 208 parameters: 300 float32s make buckets of three layers and one.
+TWO_BUCKETS = 300 * 4
+
+
+@pytest.fixture(scope="module", params=[(BUCKET_BYTES, False, False), (1, False, False), (TWO_BUCKETS, True, True),
+                                        (1, True, True), (BUCKET_BYTES, True, False)],
+                ids=["one bucket", "a bucket per layer", "two buckets, sharded update", "a bucket per layer, sharded",
+                     "one bucket: sharding asked for, the update stays whole"])
+def two_ranks(request, tmp_path_factory) -> tuple[bool, list[dict]]:
     folder = tmp_path_factory.mktemp("fused-dp")
-    mp.spawn(train_rank, args=(str(folder / "store"), str(folder), request.param), nprocs=WORLD_SIZE, join=True)
-    return [torch.load(folder / f"rank{rank}.pt") for rank in range(WORLD_SIZE)]
+    bucket_bytes, shard, sharded = request.param
+    mp.spawn(train_rank, args=(str(folder / "store"), str(folder), bucket_bytes, shard), nprocs=WORLD_SIZE,
+             join=True)
+    results = [torch.load(folder / f"rank{rank}.pt") for rank in range(WORLD_SIZE)]
+    assert [result["sharded"] for result in results] == [sharded] * WORLD_SIZE
+    return sharded, results
 
 
 def test_two_ranks_on_half_batches_train_like_one_process_on_the_whole_batch(two_ranks):
     # Given two ranks that started from different weights, each training on its half of every batch (the model's
-    # four layers reduced in one bucket, or in four)
-    reference = train_one_process()
-    for rank, result in enumerate(two_ranks):
-        # Then both ranks' gradients were the whole batch's (the layers' via their slots, LayerNorm's via autograd)
-        for name, expected in reference["gradients"].items():
-            torch.testing.assert_close(result["gradients"][name], expected, atol=1e-6, rtol=1e-5,
+    # four layers reduced in one bucket or in four; all-reduced, or reduce-scattered with each rank updating half)
+    shard, results = two_ranks
+    reference, _, reference_optimizer = one_process(range(STEPS))
+    for rank, result in enumerate(results):
+        # Then the gradients autograd left were the whole batch's: every parameter's, or when sharded LayerNorm's
+        # only (each rank holds just its shard of the dense layers' averaged gradients)
+        assert set(result["gradients"]) == (layer_norm_parameters() if shard else set(reference["gradients"]))
+        for name, gradient in result["gradients"].items():
+            torch.testing.assert_close(gradient, reference["gradients"][name], atol=1e-6, rtol=1e-5,
                                        msg=f"rank {rank}: gradient of {name}")
         # And after the optimizer steps, both hold the one-process weights
         for name, expected in reference["weights"].items():
             torch.testing.assert_close(result["weights"][name], expected, atol=1e-5, rtol=1e-4,
                                        msg=f"rank {rank}: weight {name}")
+        # And the optimizer's state is AdamW's, whole, on every rank (what a checkpoint stores)
+        expected_state = reference_optimizer.state_dict()
+        assert result["optimizer"]["param_groups"][0]["params"] == expected_state["param_groups"][0]["params"]
+        for index, entry in expected_state["state"].items():
+            for name, value in entry.items():
+                torch.testing.assert_close(result["optimizer"]["state"][index][name], value, atol=1e-6, rtol=1e-4,
+                                           msg=f"rank {rank}: optimizer state {name} of parameter {index}")
+        # And a sharded run resumed from an unsharded checkpoint halfway ends where the one process did
+        if shard:
+            for name, expected in reference["weights"].items():
+                torch.testing.assert_close(result["resumed weights"][name], expected, atol=1e-5, rtol=1e-4,
+                                           msg=f"rank {rank}: resumed weight {name}")
 
 
 @pytest.mark.parametrize(

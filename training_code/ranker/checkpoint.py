@@ -93,10 +93,11 @@ class StopSignal:
 def save_training_state(folder: Path, is_main: bool, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                         scheduler: torch.optim.lr_scheduler.LRScheduler, step: int, epoch: int, position: int,
                         history: list[dict[str, float]]) -> None:
-    """Collective: every rank contributes its RNG state, rank 0 writes."""
+    """Collective: every rank contributes its RNG state (and, for a sharded optimizer, its moments), rank 0 writes."""
     rng_states = distributed.all_gather_objects(rng_state())
+    optimizer_state = optimizer.state_dict()  # ranker.sharded_optimizer gathers the whole state on every rank
     if is_main:
-        save_checkpoint(folder, step, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+        save_checkpoint(folder, step, {"model": model.state_dict(), "optimizer": optimizer_state,
                                        "scheduler": scheduler.state_dict(), "step": step, "epoch": epoch,
                                        "position": position, "rng": rng_states, "history": history})
 

@@ -23,6 +23,7 @@ from ranker.config import ModelConfig, TrainConfig
 from ranker.fused_data_parallel import FusedDataParallel
 from ranker.metrics import ndcg_sums
 from ranker.model import RankingMLP
+from ranker.sharded_optimizer import ShardedAdamW
 
 LossFunction = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -38,7 +39,7 @@ def wrap_data_parallel(model: nn.Module, device: torch.device, world_size: int, 
     if world_size == 1:
         return model
     if uses_fused_data_parallel(model, device, config, dist.get_backend()):
-        return FusedDataParallel(model)
+        return FusedDataParallel(model, shard_optimizer=config.shard_optimizer)
     wrapped = DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None,
                                       gradient_as_bucket_view=True, static_graph=True)
     comm_hook = ddp_comm_hook(device, config.allreduce_dtype)
@@ -60,10 +61,15 @@ def ddp_comm_hook(device: torch.device, allreduce_dtype: str) -> Callable | None
     return bf16_compress_hook if device.type == "cuda" and allreduce_dtype == "bf16" else None
 
 
-def build_optimizer(model: nn.Module, config: TrainConfig, device: torch.device) -> torch.optim.AdamW:
+def build_optimizer(trained: nn.Module, config: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
+    """AdamW over the model's parameters, for the model as `wrap_data_parallel` returned it: split across the ranks
+    (ShardedAdamW) where FusedDataParallel shards the update. Build the scheduler on what this returns."""
     # The fused kernel updates all parameters in one launch on GPU; the CPU build uses the default path.
-    return torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay,
-                             fused=device.type == "cuda")
+    optimizer = torch.optim.AdamW(unwrap(trained).parameters(), lr=config.learning_rate,
+                                  weight_decay=config.weight_decay, fused=device.type == "cuda")
+    if isinstance(trained, FusedDataParallel) and trained.shard_optimizer:
+        return ShardedAdamW(trained, optimizer)
+    return optimizer
 
 
 def warmup_cosine(total_steps: int, warmup_fraction: float) -> Callable[[int], float]:

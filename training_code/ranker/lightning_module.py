@@ -61,8 +61,14 @@ class RankingModule(L.LightningModule):
         self.progress = Progress(total_steps, session.topology.is_main, self.step)
 
     def configure_optimizers(self) -> dict[str, Any]:
-        optimizer = engine.build_optimizer(self.model, self.session.config.train, self.device)
-        scheduler = engine.build_scheduler(optimizer, self.total_steps, self.session.config.train.warmup_fraction)
+        # Lightning calls this once the model is on its device and the process group is up. The model is wrapped
+        # here because the optimizer depends on the wrapper (split across ranks under FusedDataParallel's sharding).
+        # Kept out of nn.Module's registry: the wrapper must stay out of this module's state_dict.
+        config, topology = self.session.config.train, self.session.topology
+        object.__setattr__(self, "trained",
+                           engine.wrap_data_parallel(self.model, self.device, topology.world_size, config))
+        optimizer = engine.build_optimizer(self.trained, config, self.device)
+        scheduler = engine.build_scheduler(optimizer, self.total_steps, config.warmup_fraction)
         if self.resumed is not None:
             optimizer.load_state_dict(self.resumed["optimizer"])
             scheduler.load_state_dict(self.resumed["scheduler"])
@@ -70,11 +76,8 @@ class RankingModule(L.LightningModule):
 
     def on_train_start(self) -> None:
         self.take_over_sigterm()
-        config, topology = self.session.config.train, self.session.topology
-        # A function, not a module attribute: the data-parallel wrapper must stay out of this module's state_dict.
-        self.step_function = engine.step_function(
-            engine.wrap_data_parallel(self.model, self.device, topology.world_size, config),
-            self.optimizers().optimizer, self.lr_schedulers(), self.loss_function, self.device, config)
+        self.step_function = engine.step_function(self.trained, self.optimizers().optimizer, self.lr_schedulers(),
+                                                  self.loss_function, self.device, self.session.config.train)
         self.meter = TrainingMeter(self.device)
         if self.resumed is not None:
             self.progress.note(f"resumed from {self.resumed['path']} at step {self.step}")
