@@ -20,8 +20,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-import torch
-
 from ranker import checkpoint, engine
 from ranker.losses import LOSSES
 from ranker.meter import TrainingMeter
@@ -37,8 +35,7 @@ def train(session: Session) -> None:
     step, epoch, position = 0, 0, 0
     resumed = checkpoint.restore_training_state(session.config.paths.checkpoint_dir, model, topology.rank,
                                                 topology.world_size)
-    trained = engine.wrap_data_parallel(torch.compile(model) if config.compile else model, device,
-                                        topology.world_size, config)
+    trained = engine.wrap_data_parallel(engine.compiled(model, config), device, topology.world_size, config)
     optimizer = engine.build_optimizer(trained, config, device)
     scheduler = engine.build_scheduler(optimizer, total_steps, config.warmup_fraction)
     if resumed is not None:

@@ -32,6 +32,11 @@ def build_model(config: ModelConfig, device: torch.device) -> RankingMLP:
     return RankingMLP(config).to(device)
 
 
+def compiled(model: nn.Module, config: TrainConfig) -> nn.Module:
+    """The model through `torch.compile` with `--compile true`, else as it is."""
+    return torch.compile(model) if config.compile else model
+
+
 def wrap_data_parallel(model: nn.Module, device: torch.device, world_size: int, config: TrainConfig) -> nn.Module:
     """The model as the loop trains it across ranks: FusedDataParallel where the fused bf16 layers run (GPU, NCCL,
     fp32 all-reduce, no torch.compile), else DDP with gradients written straight into the all-reduce buckets and the
