@@ -1,5 +1,5 @@
-"""FusedDataParallel (the GPU path's replacement for DDP) averages gradients across real processes: two gloo ranks,
-each on its half of every batch, train exactly like one process on the whole batch, whether every rank runs the
+"""FusedDataParallel (the GPU path's replacement for DDP) averages gradients across real processes: two or four gloo
+ranks, each on its part of every batch, train exactly like one process on the whole batch, whether every rank runs the
 whole AdamW update or each its shard (ShardedAdamW, whose state gathers back into AdamW's layout). On CPU through the
 same fused layers (bf16 arithmetic); benchmarks.gpu_checks runs it with NCCL inside a CUDA graph."""
 
@@ -20,36 +20,38 @@ from ranker.losses import LOSSES
 from ranker.model import RankingMLP
 from ranker.sharded_optimizer import ShardedAdamW
 
-WORLD_SIZE = 2
+QUERIES = 8  # per global batch: whole queries for each of 2 or 4 ranks
 STEPS = 4
 # LayerNorm's parameters take the ordinary autograd path: both kinds of parameter are covered
 MODEL = ModelConfig(num_features=12, width=16, num_layers=4, norm="layer", dropout=0.0)
 
 
 def global_batch(step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """[queries, documents, features] with one padded document slot per query; rank r trains on query half r."""
+    """[queries, documents, features] with one padded document slot per query."""
     generator = torch.Generator().manual_seed(step)
-    features = torch.randn(4 * WORLD_SIZE, 6, MODEL.num_features, generator=generator)
-    labels = torch.randint(0, 3, (4 * WORLD_SIZE, 6), generator=generator).float()
-    mask = torch.ones(4 * WORLD_SIZE, 6, dtype=torch.bool)
+    features = torch.randn(QUERIES, 6, MODEL.num_features, generator=generator)
+    labels = torch.randint(0, 3, (QUERIES, 6), generator=generator).float()
+    mask = torch.ones(QUERIES, 6, dtype=torch.bool)
     mask[:, -1] = False
     return features, labels, mask
 
 
-def rank_half(batch: tuple[torch.Tensor, ...], rank: int) -> tuple[torch.Tensor, ...]:
-    return tuple(tensor.chunk(WORLD_SIZE)[rank] for tensor in batch)
+def rank_part(batch: tuple[torch.Tensor, ...], rank: int, world_size: int) -> tuple[torch.Tensor, ...]:
+    """The queries rank `rank` of `world_size` trains on."""
+    return tuple(tensor.chunk(world_size)[rank] for tensor in batch)
 
 
-def train(model: RankingMLP, forward, optimizer: torch.optim.Optimizer, rank: int | None, steps: range) -> dict:
-    """Trains on `steps`' batches (rank r's half of each, or with rank None the whole batch as both halves' losses
+def train(model: RankingMLP, forward, optimizer: torch.optim.Optimizer, rank: int | None, world_size: int,
+          steps: range) -> dict:
+    """Trains on `steps`' batches (rank r's part of each, or with rank None the whole batch as the parts' losses
     averaged, one backward); returns the first step's gradients (those autograd left) and the final weights."""
     first_gradients = None
     for step in steps:
         optimizer.zero_grad(set_to_none=True)
         batch = global_batch(step)
-        halves = [rank_half(batch, half) for half in ([rank] if rank is not None else range(WORLD_SIZE))]
-        (sum(LOSSES["listwise"](forward(features), labels, mask) for features, labels, mask in halves)
-         / len(halves)).backward()
+        parts = [rank_part(batch, part, world_size) for part in ([rank] if rank is not None else range(world_size))]
+        (sum(LOSSES["listwise"](forward(features), labels, mask) for features, labels, mask in parts)
+         / len(parts)).backward()
         if first_gradients is None:
             first_gradients = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
         optimizer.step()
@@ -61,32 +63,32 @@ def layer_norm_parameters() -> set[str]:
             for kind in ("weight", "bias")}
 
 
-def one_process(steps: range) -> tuple[dict, RankingMLP, torch.optim.AdamW]:
+def one_process(steps: range, world_size: int) -> tuple[dict, RankingMLP, torch.optim.AdamW]:
     """The reference: rank 0's initial weights, the whole batch each step, plain AdamW."""
     torch.manual_seed(0)
     model = RankingMLP(MODEL)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    return train(model, model.fused_forward, optimizer, None, steps), model, optimizer
+    return train(model, model.fused_forward, optimizer, None, world_size, steps), model, optimizer
 
 
-def train_rank(rank: int, store_path: str, results: str, bucket_bytes: int, shard: bool) -> None:
-    dist.init_process_group("gloo", store=dist.FileStore(store_path, WORLD_SIZE), rank=rank, world_size=WORLD_SIZE)
+def train_rank(rank: int, world_size: int, store_path: str, results: str, bucket_bytes: int, shard: bool) -> None:
+    dist.init_process_group("gloo", store=dist.FileStore(store_path, world_size), rank=rank, world_size=world_size)
     torch.manual_seed(rank)  # different initial weights per rank: the wrapper must start all from rank 0's
     model = RankingMLP(MODEL)
     wrapped = FusedDataParallel(model, bucket_bytes, shard_optimizer=shard)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     optimizer = ShardedAdamW(wrapped, optimizer) if wrapped.shard_optimizer else optimizer
-    result = train(model, wrapped, optimizer, rank, range(STEPS))
+    result = train(model, wrapped, optimizer, rank, world_size, range(STEPS))
     result["optimizer"] = optimizer.state_dict()  # a collective when sharded: every rank calls it
     result["sharded"] = wrapped.shard_optimizer
     if wrapped.shard_optimizer:
         # a plain optimizer never sees the sharded layers' gradients: the first backward pass says so
         unpaired = FusedDataParallel(RankingMLP(MODEL), bucket_bytes, shard_optimizer=True)
-        features, labels, mask = rank_half(global_batch(0), rank)
+        features, labels, mask = rank_part(global_batch(0), rank, world_size)
         with pytest.raises(RuntimeError, match="build its optimizer as ShardedAdamW"):
             LOSSES["listwise"](unpaired(features), labels, mask).backward()
         # resume halfway from the reference's checkpoint, onto the two ranks' sharded optimizer
-        _, halfway_model, halfway_optimizer = one_process(range(STEPS // 2))
+        _, halfway_model, halfway_optimizer = one_process(range(STEPS // 2), world_size)
         model = RankingMLP(MODEL)
         model.load_state_dict(halfway_model.state_dict())
         wrapped = FusedDataParallel(model, bucket_bytes, shard_optimizer=True)
@@ -94,7 +96,8 @@ def train_rank(rank: int, store_path: str, results: str, bucket_bytes: int, shar
         with pytest.raises(ValueError, match="expected one group of 14 parameters"):  # another model's state
             optimizer.load_state_dict({"state": {}, "param_groups": [{"lr": 1.0, "params": [0, 1]}]})
         optimizer.load_state_dict(halfway_optimizer.state_dict())
-        result["resumed weights"] = train(model, wrapped, optimizer, rank, range(STEPS // 2, STEPS))["weights"]
+        result["resumed weights"] = train(model, wrapped, optimizer, rank, world_size,
+                                          range(STEPS // 2, STEPS))["weights"]
     torch.save(result, Path(results) / f"rank{rank}.pt")
     dist.destroy_process_group()
 
@@ -103,25 +106,28 @@ def train_rank(rank: int, store_path: str, results: str, bucket_bytes: int, shar
 TWO_BUCKETS = 300 * 4
 
 
-@pytest.fixture(scope="module", params=[(BUCKET_BYTES, False, False), (1, False, False), (TWO_BUCKETS, True, True),
-                                        (1, True, True), (BUCKET_BYTES, True, False)],
+@pytest.fixture(scope="module", params=[(2, BUCKET_BYTES, False, False), (2, 1, False, False),
+                                        (2, TWO_BUCKETS, True, True), (2, 1, True, True), (4, TWO_BUCKETS, True, True),
+                                        (2, BUCKET_BYTES, True, False)],
                 ids=["one bucket", "a bucket per layer", "two buckets, sharded update", "a bucket per layer, sharded",
+                     "four ranks, two buckets, sharded (padded shards across layer boundaries)",
                      "one bucket: sharding asked for, the update stays whole"])
-def two_ranks(request, tmp_path_factory) -> tuple[bool, list[dict]]:
+def ranks(request, tmp_path_factory) -> tuple[int, bool, list[dict]]:
     folder = tmp_path_factory.mktemp("fused-dp")
-    bucket_bytes, shard, sharded = request.param
-    mp.spawn(train_rank, args=(str(folder / "store"), str(folder), bucket_bytes, shard), nprocs=WORLD_SIZE,
-             join=True)
-    results = [torch.load(folder / f"rank{rank}.pt") for rank in range(WORLD_SIZE)]
-    assert [result["sharded"] for result in results] == [sharded] * WORLD_SIZE
-    return sharded, results
+    world_size, bucket_bytes, shard, sharded = request.param
+    mp.spawn(train_rank, args=(world_size, str(folder / "store"), str(folder), bucket_bytes, shard),
+             nprocs=world_size, join=True)
+    results = [torch.load(folder / f"rank{rank}.pt") for rank in range(world_size)]
+    assert [result["sharded"] for result in results] == [sharded] * world_size
+    return world_size, sharded, results
 
 
-def test_two_ranks_on_half_batches_train_like_one_process_on_the_whole_batch(two_ranks):
-    # Given two ranks that started from different weights, each training on its half of every batch (the model's
-    # four layers reduced in one, two or four buckets; all-reduced, or reduce-scattered with each rank updating half)
-    shard, results = two_ranks
-    reference, _, reference_optimizer = one_process(range(STEPS))
+def test_ranks_on_parts_of_each_batch_train_like_one_process_on_the_whole_batch(ranks):
+    # Given two (or four) ranks that started from different weights, each training on its part of every batch (the
+    # model's four layers reduced in one, two or four buckets; all-reduced, or reduce-scattered with each rank updating
+    # its shard)
+    world_size, shard, results = ranks
+    reference, _, reference_optimizer = one_process(range(STEPS), world_size)
     for rank, result in enumerate(results):
         # Then the gradients autograd left were the whole batch's: every parameter's, or when sharded LayerNorm's
         # only (each rank holds just its shard of the dense layers' averaged gradients)
@@ -129,7 +135,7 @@ def test_two_ranks_on_half_batches_train_like_one_process_on_the_whole_batch(two
         for name, gradient in result["gradients"].items():
             torch.testing.assert_close(gradient, reference["gradients"][name], atol=1e-6, rtol=1e-5,
                                        msg=f"rank {rank}: gradient of {name}")
-        # And after the optimizer steps, both hold the one-process weights
+        # And after the optimizer steps, every rank holds the one-process weights
         for name, expected in reference["weights"].items():
             torch.testing.assert_close(result["weights"][name], expected, atol=1e-5, rtol=1e-4,
                                        msg=f"rank {rank}: weight {name}")
