@@ -91,9 +91,10 @@ class TrainConfig:
     layer's backward writes its gradients straight into the all-reduce buffer and starts their reduction at once,
     ranker.fused_data_parallel; DDP elsewhere) or `ddp` (PyTorch's DDP everywhere)."""
     shard_optimizer: bool = True
-    """Where `data_parallel` picks the fused reduction: reduce-scatter the gradients and let each rank update only its
-    1/N of the parameters with AdamW, then all-gather them (ZeRO stage 1, ranker.sharded_optimizer); `false`
-    all-reduces and runs the whole update on every rank. Same arithmetic either way; checkpoints are alike."""
+    """Where `data_parallel` picks the fused reduction and the layers fill more than one 25 MB gradient bucket (width
+    4096 does, 1024 does not): reduce-scatter the gradients and let each rank update only its 1/N of the parameters
+    with AdamW, then all-gather them (ZeRO stage 1, ranker.sharded_optimizer); `false` all-reduces and runs the whole
+    update on every rank. Same arithmetic either way; checkpoints are alike."""
     log_every: int = 10
     """Steps between metric lines; the loss is read from the device only then."""
     checkpoint_every: int = 200
