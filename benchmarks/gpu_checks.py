@@ -11,8 +11,7 @@ warm-up and the capture, through the learning-rate warm-up) and compares every r
 must be equal to round-off. Then the eager step with plain autocast layers: its summed loss must agree to 1%
 (bf16 sums in a different order drift apart slowly). On several GPUs, the captured step with DDP in place of
 FusedDataParallel, and with the update unsharded, must each end within `--tolerance` of it, and rank 0's weights must
-equal every other rank's. Exits 1 on
-any failure, so a device run can gate on it.
+equal every other rank's. Exits 1 on any failure, so a device run can gate on it.
 """
 
 from __future__ import annotations
