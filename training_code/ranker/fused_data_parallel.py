@@ -105,8 +105,8 @@ class FusedDataParallel(nn.Module):
         device = parameters[0].device
         self.gradient_buffer = torch.zeros(sum(padded), dtype=torch.float32, device=device)
         self.parameter_buffer = torch.zeros_like(self.gradient_buffer) if self.shard_optimizer else None
-        self.layer_parameters: list[tuple[nn.Parameter, int]] = []
-        """Each layer parameter with its offset in the flat layout (gradients and, when sharded, parameters)."""
+        self.layer_offsets: dict[nn.Parameter, int] = {}
+        """Each layer parameter's offset in the flat layout (gradients and, when sharded, parameters)."""
         self.slots: dict[nn.Module, LayerGradients] = {}
         self.buckets: list[Bucket] = []
         start = 0
@@ -120,14 +120,14 @@ class FusedDataParallel(nn.Module):
                 self.slots[layer] = LayerGradients(self, layer, self.gradient_buffer[offset:offset + sizes[index]],
                                                    bucket)
                 for parameter in layer.parameters():
-                    self.layer_parameters.append((parameter, offset))
+                    self.layer_offsets[parameter] = offset
                     offset += parameter.numel()
             start += length
         self.bucket_update: Callable[[Bucket], None] | None = None
         """Set by ShardedAdamW: updates this rank's shard of a bucket's parameters from its reduced gradients."""
         self.update_stream = torch.cuda.Stream(device) if self.shard_optimizer and device.type == "cuda" else None
         if self.shard_optimizer:  # the layers' parameters become views of the flat buffer, values kept
-            for parameter, offset in self.layer_parameters:
+            for parameter, offset in self.layer_offsets.items():
                 view = self.parameter_buffer[offset:offset + parameter.numel()].view_as(parameter)
                 parameter.data = view.copy_(parameter.data)
         self.pending: list[dist.Work] = []

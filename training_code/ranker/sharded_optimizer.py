@@ -36,7 +36,7 @@ class ShardedAdamW(torch.optim.Optimizer):
             raise ValueError("ShardedAdamW: needs FusedDataParallel(shard_optimizer=True) and a one-group AdamW")
         self.owner = owner
         self.module_parameters = list(owner.module.parameters())
-        settings = {key: value for key, value in optimizer.param_groups[0].items() if key != "params"}
+        settings = hyperparameters(optimizer.param_groups[0])
         super().__init__([bucket.parameter_shard for bucket in owner.buckets] + owner.other_parameters, settings)
         on_device = settings.get("capturable") or settings.get("fused")  # where AdamW keeps its step counts
         for parameter in self.param_groups[0]["params"]:  # allocated now, so that a captured step allocates nothing
@@ -55,14 +55,14 @@ class ShardedAdamW(torch.optim.Optimizer):
         if closure is not None:
             raise ValueError("ShardedAdamW: closures are not supported")
         if self.owner.other_parameters:
-            self._update(self.owner.other_parameters, [p.grad for p in self.owner.other_parameters],
-                         self.param_groups[0])
+            self._update(self.owner.other_parameters, [p.grad for p in self.owner.other_parameters])
         self.owner.wait_for_update()
 
     def _update_bucket(self, bucket: Bucket) -> None:
-        self._update([bucket.parameter_shard], [bucket.gradient_shard], self.param_groups[0])
+        self._update([bucket.parameter_shard], [bucket.gradient_shard])
 
-    def _update(self, parameters: list[torch.Tensor], gradients: list[torch.Tensor], group: dict[str, Any]) -> None:
+    def _update(self, parameters: list[torch.Tensor], gradients: list[torch.Tensor]) -> None:
+        group = self.param_groups[0]
         states = [self.state[parameter] for parameter in parameters]
         beta1, beta2 = group["betas"]
         adamw(parameters, gradients, [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states], [],
@@ -78,18 +78,17 @@ class ShardedAdamW(torch.optim.Optimizer):
                 ALL_GATHER(flat[bucket.start:bucket.start + bucket.gradients.numel()],
                            self.state[bucket.parameter_shard][name])
         step = self.state[self.owner.buckets[0].parameter_shard]["step"]
-        offsets = {id(parameter): offset for parameter, offset in self.owner.layer_parameters}
         state = {}
         for index, parameter in enumerate(self.module_parameters):
-            if id(parameter) in offsets:
-                offset = offsets[id(parameter)]
+            if parameter in self.owner.layer_offsets:
+                offset = self.owner.layer_offsets[parameter]
                 state[index] = {"step": step.clone(), **{
                     name: flat[offset:offset + parameter.numel()].view_as(parameter).clone()
                     for name, flat in moments.items()}}
             else:
                 state[index] = {name: value.clone() for name, value in self.state[parameter].items()}
-        settings = {key: value for key, value in self.param_groups[0].items() if key != "params"}
-        return {"state": state, "param_groups": [{**settings, "params": list(range(len(self.module_parameters)))}]}
+        return {"state": state, "param_groups": [{**hyperparameters(self.param_groups[0]),
+                                                  "params": list(range(len(self.module_parameters)))}]}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Takes AdamW's layout over `module.parameters()` (what `state_dict` writes, and what an unsharded run's
@@ -111,12 +110,11 @@ class ShardedAdamW(torch.optim.Optimizer):
             else:
                 group[key] = value.item() if isinstance(value, torch.Tensor) else value
         by_index = dict(zip(saved_groups[0]["params"], self.module_parameters))
-        offsets = {id(parameter): offset for parameter, offset in self.owner.layer_parameters}
         moments = {name: torch.zeros_like(self.owner.gradient_buffer) for name in MOMENTS}
         for index, entry in state_dict["state"].items():
             parameter = by_index[index]
-            if id(parameter) in offsets:
-                offset = offsets[id(parameter)]
+            if parameter in self.owner.layer_offsets:
+                offset = self.owner.layer_offsets[parameter]
                 for name, flat in moments.items():
                     flat[offset:offset + parameter.numel()].copy_(entry[name].reshape(-1))
             else:
@@ -127,3 +125,8 @@ class ShardedAdamW(torch.optim.Optimizer):
             for name, flat in moments.items():
                 shard[name].copy_(flat[bucket.shard_start:bucket.shard_start + bucket.parameter_shard.numel()])
             shard["step"].fill_(max(steps, default=0.0))
+
+
+def hyperparameters(group: dict[str, Any]) -> dict[str, Any]:
+    """A parameter group's settings, without its parameters."""
+    return {key: value for key, value in group.items() if key != "params"}
