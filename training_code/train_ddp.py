@@ -46,18 +46,17 @@ def train(session: Session) -> None:
         if resumed["rng"] is not None:
             checkpoint.set_rng_state(resumed["rng"])
     loss_function = LOSSES[config.loss]
-    step_function = engine.step_function(trained, optimizer, scheduler, loss_function, device, config)
     progress = Progress(total_steps, topology.is_main, step)
     if resumed is not None:
         progress.note(f"resumed from {resumed['path']} at step {step}")
     stop = checkpoint.StopSignal()
     meter = TrainingMeter(device)
+    step_function = engine.step_function(trained, optimizer, scheduler, loss_function, device, config, meter)
     last_metrics: dict[str, float] = {}
 
     while step < total_steps:
         for batch in batches.epoch_batches(epoch, position):
-            loss = step_function(batch)
-            meter.add(loss, batch[2])
+            step_function(batch)
             step, position = step + 1, position + 1
             if position == batches.steps_per_epoch:
                 epoch, position = epoch + 1, 0

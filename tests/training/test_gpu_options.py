@@ -9,6 +9,7 @@ from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import bf16_compr
 from ranker import engine
 from ranker.config import ModelConfig, TrainConfig, parse_config
 from ranker.losses import LOSSES
+from ranker.meter import TrainingMeter
 from ranker.model import RankingMLP
 
 
@@ -52,12 +53,18 @@ def test_on_cpu_the_default_step_is_the_eager_one_and_trains():
     model = RankingMLP(ModelConfig(num_features=6, width=8, num_layers=3, norm="none", dropout=0.0))
     optimizer = engine.build_optimizer(model, TrainConfig(), torch.device("cpu"))
     scheduler = engine.build_scheduler(optimizer, total_steps=4, warmup_fraction=0.5)
-    step = engine.step_function(model, optimizer, scheduler, LOSSES["listwise"], torch.device("cpu"), TrainConfig())
+    meter = TrainingMeter(torch.device("cpu"))
+    step = engine.step_function(model, optimizer, scheduler, LOSSES["listwise"], torch.device("cpu"), TrainConfig(),
+                                meter)
     batch = (torch.randn(2, 5, 6), torch.randint(0, 3, (2, 5)).float(), torch.ones(2, 5, dtype=torch.bool))
     before = [parameter.detach().clone() for parameter in model.parameters()]
-    # When it runs a step / Then the weights moved and the learning rate is read as a plain number
-    loss = step(batch)
-    assert loss.dim() == 0 and torch.isfinite(loss)
+    with torch.no_grad():
+        loss_before = LOSSES["listwise"](model(batch[0]), batch[1], batch[2])
+    # When it runs a step / Then the weights moved, the meter holds the step's loss and its 10 documents, and the
+    # learning rate is read as a plain number
+    step(batch)
+    assert meter.steps == 1 and meter.documents.item() == 10
+    torch.testing.assert_close(meter.loss_sum, loss_before)
     assert any(not torch.equal(old, new) for old, new in zip(before, model.parameters()))
     assert isinstance(engine.learning_rate(scheduler), float)
 

@@ -37,12 +37,12 @@ def use_capture_stream(device: torch.device) -> None:
 
 
 class CapturedStep:
-    """Runs `update` (forward, backward and optimizer update of one batch: engine.forward_backward_update) eagerly
-    for the warm-up, then as a graph. Returns the batch's loss as a device tensor that the next call overwrites, so
-    consume it (e.g. add it to a sum) before calling again; the caller steps the scheduler."""
+    """Runs `update` (forward, backward and optimizer update of one batch, engine.forward_backward_update, and any
+    device-side bookkeeping such as the meter's sums) eagerly for the warm-up, then as a graph; the caller steps the
+    scheduler."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, device: torch.device,
-                 update: Callable[[Batch], torch.Tensor]):
+                 update: Callable[[Batch], None]):
         if torch.cuda.current_stream(device) == torch.cuda.default_stream(device):
             raise RuntimeError("CapturedStep: the default stream is current; call use_capture_stream(device) before "
                                "the model is wrapped in DDP")
@@ -54,25 +54,24 @@ class CapturedStep:
         self.eager_steps_left = EAGER_STEPS_BEFORE_CAPTURE_DDP if distributed else EAGER_STEPS_BEFORE_CAPTURE
         self.graph: torch.cuda.CUDAGraph | None = None
         self.static_batch: Batch | None = None
-        self.static_loss: torch.Tensor | None = None
 
-    def __call__(self, batch: Batch) -> torch.Tensor:
+    def __call__(self, batch: Batch) -> None:
         if self.graph is not None:
             for static, new in zip(self.static_batch, batch):
                 static.copy_(new, non_blocking=True)
             self.graph.replay()
-            return self.static_loss
+            return
         self.optimizer.zero_grad(set_to_none=True)
         if self.eager_steps_left > 0:
             self.eager_steps_left -= 1
-            return self.update(batch)
-        return self._capture(batch)
+            self.update(batch)
+            return
+        self._capture(batch)
 
-    def _capture(self, batch: Batch) -> torch.Tensor:
+    def _capture(self, batch: Batch) -> None:
         """Records the step on this batch (recording runs nothing), then replays it once to train on the batch."""
         self.static_batch = tuple(tensor.clone() for tensor in batch)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph, stream=torch.cuda.current_stream(self.device)):
-            self.static_loss = self.update(self.static_batch)
+            self.update(self.static_batch)
         self.graph.replay()
-        return self.static_loss

@@ -21,6 +21,7 @@ from ranker.batches import Batch, DeviceQueries
 from ranker.captured_step import CapturedStep, use_capture_stream
 from ranker.config import ModelConfig, TrainConfig
 from ranker.fused_data_parallel import FusedDataParallel
+from ranker.meter import TrainingMeter
 from ranker.metrics import ndcg_sums
 from ranker.model import RankingMLP
 from ranker.sharded_optimizer import ShardedAdamW
@@ -117,16 +118,6 @@ def forward_backward_update(model: nn.Module, optimizer: torch.optim.Optimizer, 
     return loss.detach()
 
 
-def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler,
-               batch: Batch, loss_function: LossFunction, device: torch.device,
-               precision: str = "bf16") -> torch.Tensor:
-    """One eager optimizer step; returns the loss as a detached device tensor (no host sync)."""
-    optimizer.zero_grad(set_to_none=True)
-    loss = forward_backward_update(model, optimizer, batch, loss_function, device, precision)
-    scheduler.step()
-    return loss
-
-
 def uses_cuda_graph(config: TrainConfig, device: torch.device) -> bool:
     """CUDA graphs on GPU unless turned off, or unless `--compile` (Inductor's kernels instead) or the bf16
     all-reduce hook (Python per bucket, which a replay would skip) is on."""
@@ -141,17 +132,28 @@ def prepare_device(config: TrainConfig, device: torch.device) -> None:
 
 def step_function(model: nn.Module, optimizer: torch.optim.Optimizer,
                   scheduler: torch.optim.lr_scheduler.LRScheduler, loss_function: LossFunction, device: torch.device,
-                  config: TrainConfig) -> Callable[[Batch], torch.Tensor]:
-    """The step a loop calls once per batch: replayed from a CUDA graph where `uses_cuda_graph`, else eager."""
-    if not uses_cuda_graph(config, device):
-        return lambda batch: train_step(model, optimizer, scheduler, batch, loss_function, device, config.precision)
-    captured = CapturedStep(model, optimizer, device, lambda batch: forward_backward_update(
-        model, optimizer, batch, loss_function, device, config.precision, autocast_cache=False))
+                  config: TrainConfig, meter: TrainingMeter) -> Callable[[Batch], None]:
+    """The step a loop calls once per batch: replayed from a CUDA graph where `uses_cuda_graph`, else eager. It adds
+    the batch's loss and documents to `meter` on the device (inside the graph) and counts the step."""
 
-    def replay(batch: Batch) -> torch.Tensor:
-        loss = captured(batch)
+    def update(batch: Batch, autocast_cache: bool = True) -> None:
+        meter.add(forward_backward_update(model, optimizer, batch, loss_function, device, config.precision,
+                                          autocast_cache), batch[2])
+
+    if not uses_cuda_graph(config, device):
+        def eager(batch: Batch) -> None:
+            optimizer.zero_grad(set_to_none=True)
+            update(batch)
+            scheduler.step()
+            meter.steps += 1
+
+        return eager
+    captured = CapturedStep(model, optimizer, device, lambda batch: update(batch, autocast_cache=False))
+
+    def replay(batch: Batch) -> None:
+        captured(batch)
         scheduler.step()  # writes the learning rate tensor the next replay reads
-        return loss
+        meter.steps += 1
 
     return replay
 

@@ -76,9 +76,10 @@ class RankingModule(L.LightningModule):
 
     def on_train_start(self) -> None:
         self.take_over_sigterm()
-        self.step_function = engine.step_function(self.trained, self.optimizers().optimizer, self.lr_schedulers(),
-                                                  self.loss_function, self.device, self.session.config.train)
         self.meter = TrainingMeter(self.device)
+        self.step_function = engine.step_function(self.trained, self.optimizers().optimizer, self.lr_schedulers(),
+                                                  self.loss_function, self.device, self.session.config.train,
+                                                  self.meter)
         if self.resumed is not None:
             self.progress.note(f"resumed from {self.resumed['path']} at step {self.step}")
             if self.resumed["rng"] is not None:
@@ -93,7 +94,7 @@ class RankingModule(L.LightningModule):
         return self.batches
 
     def training_step(self, batch: Batch, batch_index: int) -> None:
-        self.meter.add(self.step_function(batch), batch[2])
+        self.step_function(batch)
 
     def on_train_batch_end(self, outputs: Any, batch: Batch, batch_index: int) -> None:
         self.step, self.position = self.step + 1, self.position + 1

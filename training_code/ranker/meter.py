@@ -14,20 +14,27 @@ from ranker import distributed
 
 
 class TrainingMeter:
+    """The sums are added inside the training step (engine.step_function), so that under CUDA graphs they are part of
+    the replayed graph rather than three more kernels for the loop to launch each step."""
+
     def __init__(self, device: torch.device):
         self.device = device
+        self.loss_sum = torch.zeros((), device=device)
+        self.documents = torch.zeros((), device=device)
         self.reset()
 
     def reset(self) -> None:
-        self.loss_sum = torch.zeros((), device=self.device)
-        self.documents = torch.zeros((), device=self.device)
+        # In place: a captured step holds these two tensors and goes on adding into them.
+        self.loss_sum.zero_()
+        self.documents.zero_()
         self.steps = 0
+        """Counted by the step function on the host (a replayed graph runs no Python)."""
         self.started = time.perf_counter()
 
     def add(self, loss: torch.Tensor, mask: torch.Tensor) -> None:
+        """Device work only: one step's loss and documents (the step function calls it, inside a captured step)."""
         self.loss_sum += loss
         self.documents += mask.sum()
-        self.steps += 1
 
     def read(self, stop_requested: bool) -> tuple[dict[str, float], bool]:
         """Mean train loss over the window (all ranks), documents/s (all ranks), and whether any rank must stop."""

@@ -2,7 +2,7 @@
 
     session = synthetic_session(ModelConfig(width=1024, norm="none", dropout=0), TrainConfig(batch_size=256), ...)
     harness = NativeHarness.build(session)
-    harness.run(steps=50, on_step=windows.step_done)  # same train_step as train_ddp.py
+    harness.run(steps=50, on_step=windows.step_done)  # the step (and meter) train_ddp.py runs
 
 `synthetic_session` also feeds the Lightning loop (`train_lightning.build_trainer(session, steps)` with
 `RankingModule(session, batches, steps)`), so both trainers are measured on identical data and models.
@@ -22,6 +22,7 @@ from ranker.batches import DeviceQueries, EpochBatches
 from ranker.config import DataConfig, ModelConfig, PathsConfig, RunConfig, TrainConfig
 from ranker.distributed import Topology
 from ranker.losses import LOSSES
+from ranker.meter import TrainingMeter
 from ranker.session import Session
 from ranker.synthetic import generate
 
@@ -67,17 +68,17 @@ class NativeHarness:
 
     def run(self, steps: int, on_step: Callable[[], None] | None = None) -> torch.Tensor:
         """`steps` optimizer steps across as many epochs as needed; returns the summed loss, still on the device."""
+        meter = TrainingMeter(self.device)
         step = engine.step_function(self.model, self.optimizer, self.scheduler, self.loss_function, self.device,
-                                    self.config)
-        loss_sum = torch.zeros((), device=self.device)
+                                    self.config, meter)
         done, epoch = 0, 0
         while done < steps:
             for batch in self.batches.epoch_batches(epoch):
-                loss_sum += step(batch)
+                step(batch)
                 done += 1
                 if on_step is not None:
                     on_step()
                 if done == steps:
                     break
             epoch += 1
-        return loss_sum
+        return meter.loss_sum
