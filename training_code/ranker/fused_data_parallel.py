@@ -160,8 +160,7 @@ class FusedDataParallel(nn.Module):
             if self.shard_optimizer:  # in place: this rank's shard of the bucket receives its average
                 bucket.work = REDUCE_SCATTER(bucket.gradient_shard, bucket.gradients, op=self.reduce_op,
                                              async_op=True)
-                if self.bucket_update is not None:
-                    self._update_beside_backward(bucket)
+                self._update_beside_backward(bucket)  # `bucket_update` is set: checked as the backward pass began
             else:
                 self.pending.append(dist.all_reduce(bucket.gradients, op=self.reduce_op, async_op=True))
 
