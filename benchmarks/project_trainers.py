@@ -28,11 +28,14 @@ from ranker.session import Session
 from ranker.throughput import NativeHarness, synthetic_session
 from train_lightning import build_trainer
 
-PROJECT_TRAINERS = ("native", "native-bf16-allreduce", "native-ddp", "native-replicated-update", "lightning")
-# The ablations of the gradient reduction: bf16 compression (DDP's hook), DDP in place of FusedDataParallel, and
-# FusedDataParallel all-reducing for a whole AdamW update on every rank instead of sharding it.
+PROJECT_TRAINERS = ("native", "native-bf16-allreduce", "native-ddp", "native-replicated-update",
+                    "native-ordinary-memory", "lightning")
+# The ablations of the gradient reduction: bf16 compression (DDP's hook), DDP in place of FusedDataParallel,
+# FusedDataParallel all-reducing for a whole AdamW update on every rank instead of sharding it, and its buffers in
+# ordinary memory instead of NCCL symmetric windows.
 REDUCTION_ABLATIONS = {"native-bf16-allreduce": {"allreduce_dtype": "bf16"}, "native-ddp": {"data_parallel": "ddp"},
-                       "native-replicated-update": {"shard_optimizer": False}}
+                       "native-replicated-update": {"shard_optimizer": False},
+                       "native-ordinary-memory": {"symmetric_memory": False}}
 
 
 def benchmark_session(width: int, batch_queries: int, topology: Topology, device: torch.device, batches_of_data: int,

@@ -95,6 +95,10 @@ class TrainConfig:
     4096 does, 1024 does not): reduce-scatter the gradients and let each rank update only its 1/N of the parameters
     with AdamW, then all-gather them (ZeRO stage 1, ranker.sharded_optimizer); `false` all-reduces and runs the whole
     update on every rank. Same arithmetic either way; checkpoints are alike."""
+    symmetric_memory: bool = True
+    """Where `data_parallel` picks the fused reduction: keep its gradient and parameter buffers in NCCL's own memory,
+    registered as symmetric windows, so that NCCL reduces and gathers them with its symmetric kernels (fewer SMs taken
+    from the GEMMs; ranker.symmetric_memory). Falls back to ordinary memory where NCCL cannot; `false` always does."""
     log_every: int = 10
     """Steps between metric lines; the loss is read from the device only then."""
     checkpoint_every: int = 200

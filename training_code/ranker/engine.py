@@ -45,7 +45,8 @@ def wrap_data_parallel(model: nn.Module, device: torch.device, world_size: int, 
     if world_size == 1:
         return model
     if uses_fused_data_parallel(model, device, config, dist.get_backend()):
-        return FusedDataParallel(model, shard_optimizer=config.shard_optimizer)
+        return FusedDataParallel(model, shard_optimizer=config.shard_optimizer,
+                                 symmetric_memory=config.symmetric_memory)
     wrapped = DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None,
                                       gradient_as_bucket_view=True, static_graph=True)
     comm_hook = ddp_comm_hook(device, config.allreduce_dtype)
