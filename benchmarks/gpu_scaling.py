@@ -265,7 +265,8 @@ def render(args: argparse.Namespace, results_path: Path, run: dict) -> None:
         f"loss and document sums; on several GPUs FusedDataParallel averages the float32 gradients "
         f"(ranker.fused_data_parallel) and, where the layers make several buckets (width 4096), each rank runs AdamW "
         f"on its shard of them beside the backward pass (ranker.sharded_optimizer; `native-replicated-update` runs "
-        f"the whole update on every rank); Lightning runs that same step under manual optimization\n"
+        f"the whole update on every rank), its buffers NCCL symmetric windows under NCCL's zero-CTA policy "
+        f"(ranker.symmetric_memory); Lightning runs that same step under manual optimization\n"
         + (f"- {args.note}\n" if args.note else "") + "\n"
         f"{table}\n\n![scaling]({plot_path.name})\n"
     )

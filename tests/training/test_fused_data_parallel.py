@@ -81,6 +81,7 @@ def train_rank(rank: int, world_size: int, store_path: str, results: str, bucket
     result = train(model, wrapped, optimizer, rank, world_size, range(STEPS))
     result["optimizer"] = optimizer.state_dict()  # a collective when sharded: every rank calls it
     result["sharded"] = wrapped.shard_optimizer
+    result["symmetric"] = wrapped.symmetric  # NCCL's windows: never on gloo, whatever was asked
     if wrapped.shard_optimizer:
         # a plain optimizer never sees the sharded layers' gradients: the first backward pass says so
         unpaired = FusedDataParallel(RankingMLP(MODEL), bucket_bytes, shard_optimizer=True)
@@ -119,6 +120,7 @@ def ranks(request, tmp_path_factory) -> tuple[int, bool, list[dict]]:
              nprocs=world_size, join=True)
     results = [torch.load(folder / f"rank{rank}.pt") for rank in range(world_size)]
     assert [result["sharded"] for result in results] == [sharded] * world_size
+    assert [result["symmetric"] for result in results] == [False] * world_size
     return world_size, sharded, results
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 
 import torch
@@ -116,12 +116,17 @@ def init_process_group(topology: Topology, backend: str, device: torch.device) -
         return
     export_torch_environment(topology)
     if backend == "nccl":
-        for name, value in NCCL_DEFAULTS.items():  # what the user exported wins
-            os.environ.setdefault(name, value)
+        set_nccl_defaults(os.environ)
     store = restart_scoped_store(topology, os.environ)
     dist.init_process_group(backend=backend, init_method=None if store else "env://", store=store,
                             rank=topology.rank, world_size=topology.world_size,
                             device_id=device if device.type == "cuda" else None)
+
+
+def set_nccl_defaults(env: MutableMapping[str, str]) -> None:
+    """NCCL_DEFAULTS into `env` wherever the user has not set them (NCCL reads them as its communicator is made)."""
+    for name, value in NCCL_DEFAULTS.items():
+        env.setdefault(name, value)
 
 
 def restart_scoped_store(topology: Topology, env: Mapping[str, str]) -> dist.Store | None:
