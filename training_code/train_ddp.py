@@ -35,7 +35,7 @@ def train(session: Session) -> None:
     step, epoch, position = 0, 0, 0
     resumed = checkpoint.restore_training_state(session.config.paths.checkpoint_dir, model, topology.rank,
                                                 topology.world_size)
-    trained = engine.wrap_data_parallel(engine.compiled(model, config), device, topology.world_size, config)
+    trained = engine.wrap_for_training(model, device, topology.world_size, config)
     optimizer = engine.build_optimizer(trained, config, device)
     scheduler = engine.build_scheduler(optimizer, total_steps, config.warmup_fraction)
     if resumed is not None:

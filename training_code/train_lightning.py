@@ -30,7 +30,7 @@ from ranker.session import Session, finish_session, run_training
 
 class ModuleWrapsDDP(DDPStrategy):
     """Lightning's multi-process set-up (cluster environment, process group, one device per rank) without wrapping
-    the LightningModule in DDP: RankingModule wraps its model itself (engine.wrap_data_parallel, as the native loop
+    the LightningModule in DDP: RankingModule wraps its model itself (engine.wrap_for_training, as the native loop
     does) so that its step, CUDA-graphed on GPU, owns the all-reduce."""
 
     def configure_ddp(self) -> None:

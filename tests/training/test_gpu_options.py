@@ -77,3 +77,24 @@ def test_the_pinned_lightning_still_has_the_per_step_sigterm_check_the_module_sw
     from ranker.lightning_module import PER_STEP_SIGTERM_CHECK
 
     assert callable(getattr(_TrainingEpochLoop, PER_STEP_SIGTERM_CHECK, None))
+
+
+@pytest.mark.parametrize("compile_model", [True, False])
+def test_every_loop_trains_the_model_compiled_exactly_when_asked(tmp_path, compile_model):
+    # Given a session with --compile true (or false), on one process
+    from ranker.distributed import detect_topology
+    from ranker.lightning_module import RankingModule
+    from ranker.throughput import NativeHarness, synthetic_session
+
+    session = synthetic_session(ModelConfig(width=8, norm="none", dropout=0.0),
+                                TrainConfig(batch_size=4, compile=compile_model), detect_topology({}),
+                                torch.device("cpu"), docs_per_query=4, work_dir=tmp_path)
+    # When the native harness (train_ddp.py's set-up) and the Lightning module build what their step runs
+    native = NativeHarness.build(session, total_steps=4).model
+    lightning = RankingModule(session, session.training_batches(), total_steps=4)
+    lightning.configure_optimizers()
+    # Then both run torch.compile's wrapper of their own model exactly when asked (compiled lazily, on the first step)
+    for trained in (native, lightning.trained):
+        assert isinstance(trained, torch._dynamo.eval_frame.OptimizedModule) is compile_model
+        assert isinstance(engine.unwrap(trained), RankingMLP)
+    assert (lightning.trained._orig_mod if compile_model else lightning.trained) is lightning.model

@@ -33,9 +33,10 @@ def build_model(config: ModelConfig, device: torch.device) -> RankingMLP:
     return RankingMLP(config).to(device)
 
 
-def compiled(model: nn.Module, config: TrainConfig) -> nn.Module:
-    """The model through `torch.compile` with `--compile true`, else as it is."""
-    return torch.compile(model) if config.compile else model
+def wrap_for_training(model: nn.Module, device: torch.device, world_size: int, config: TrainConfig) -> nn.Module:
+    """The model as every loop's step runs it (train_ddp.py, the Lightning module, the benchmark harness): through
+    `torch.compile` with `--compile true`, then wrapped for data parallelism across ranks."""
+    return wrap_data_parallel(torch.compile(model) if config.compile else model, device, world_size, config)
 
 
 def wrap_data_parallel(model: nn.Module, device: torch.device, world_size: int, config: TrainConfig) -> nn.Module:
@@ -69,7 +70,7 @@ def ddp_comm_hook(device: torch.device, allreduce_dtype: str) -> Callable | None
 
 
 def build_optimizer(trained: nn.Module, config: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
-    """AdamW over the model's parameters, for the model as `wrap_data_parallel` returned it: split across the ranks
+    """AdamW over the model's parameters, for the model as `wrap_for_training` returned it: split across the ranks
     (ShardedAdamW) where FusedDataParallel shards the update. Build the scheduler on what this returns."""
     # The fused kernel updates all parameters in one launch on GPU; the CPU build uses the default path.
     optimizer = torch.optim.AdamW(unwrap(trained).parameters(), lr=config.learning_rate,

@@ -3,7 +3,7 @@
 The step is the engine's (`engine.step_function`: a CUDA-graph replay on GPU, eager elsewhere), run under Lightning's
 manual optimization, with the model wrapped for data parallelism by the module rather than by the strategy
 (train_lightning's `ModuleWrapsDDP`): a captured step has to own the backward pass, the optimizer step and the
-gradient reduction it records (engine.wrap_data_parallel: FusedDataParallel or DDP, as in the native loop).
+gradient reduction it records (engine.wrap_for_training: FusedDataParallel or DDP, as in the native loop).
 Lightning drives the loop, hooks, callbacks and the processes; the per-step work is identical to the native loop's.
 """
 
@@ -66,7 +66,7 @@ class RankingModule(L.LightningModule):
         # Kept out of nn.Module's registry: the wrapper must stay out of this module's state_dict.
         config, topology = self.session.config.train, self.session.topology
         object.__setattr__(self, "trained",
-                           engine.wrap_data_parallel(self.model, self.device, topology.world_size, config))
+                           engine.wrap_for_training(self.model, self.device, topology.world_size, config))
         optimizer = engine.build_optimizer(self.trained, config, self.device)
         scheduler = engine.build_scheduler(optimizer, self.total_steps, config.warmup_fraction)
         if self.resumed is not None:

@@ -61,7 +61,7 @@ class NativeHarness:
         config, topology, device = session.config.train, session.topology, session.device
         model = engine.build_model(session.model_config, device)
         model.fused = fused_layers
-        trained = engine.wrap_data_parallel(engine.compiled(model, config), device, topology.world_size, config)
+        trained = engine.wrap_for_training(model, device, topology.world_size, config)
         optimizer = engine.build_optimizer(trained, config, device)
         scheduler = engine.build_scheduler(optimizer, total_steps, config.warmup_fraction)
         return cls(trained, optimizer, scheduler, session.training_batches(), LOSSES[config.loss], device, config)
