@@ -97,8 +97,9 @@ class TrainConfig:
     update on every rank. Same arithmetic either way; checkpoints are alike."""
     symmetric_memory: bool = True
     """Where `data_parallel` picks the fused reduction: keep its gradient and parameter buffers in NCCL's own memory,
-    registered as symmetric windows, so that NCCL reduces and gathers them with its symmetric kernels (fewer SMs taken
-    from the GEMMs; ranker.symmetric_memory). Falls back to ordinary memory where NCCL cannot; `false` always does."""
+    registered as symmetric windows, where NCCL can run its symmetric kernels on them (the sharded update's
+    all-gathers do: fewer SMs taken from the GEMMs; ranker.symmetric_memory). Falls back to ordinary memory where
+    NCCL cannot; `false` always does."""
     log_every: int = 10
     """Steps between metric lines; the loss is read from the device only then."""
     checkpoint_every: int = 200

@@ -110,7 +110,7 @@ class FusedDataParallel(nn.Module):
             self.gradient_buffer = torch.zeros(sum(padded), dtype=torch.float32, device=device)
             self.parameter_buffer = torch.zeros_like(self.gradient_buffer) if self.shard_optimizer else None
         self.symmetric = self.symmetric_pool is not None and self.symmetric_pool.register()
-        """Whether the buffers are NCCL symmetric windows (ranker.symmetric_memory), reduced by its symmetric kernels."""
+        """Whether the buffers are NCCL symmetric windows (ranker.symmetric_memory), for NCCL's symmetric kernels."""
         self.layer_offsets: dict[nn.Parameter, int] = {}
         """Each layer parameter's offset in the flat layout (gradients and, when sharded, parameters)."""
         self.slots: dict[nn.Module, LayerGradients] = {}

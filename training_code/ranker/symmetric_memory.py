@@ -1,11 +1,12 @@
 """Buffers that NCCL's symmetric kernels can work on: allocated from NCCL's own allocator (`ncclMemAlloc`) and
 registered with the communicator as symmetric windows (`ncclCommWindowRegister`), the same offsets on every rank.
 
-Why: on such buffers NCCL (2.27 and later) runs its collectives as symmetric kernels, which read and write the peers'
-memory directly over NVLink instead of staging it through ring channels: fewer SMs held for less time, so less is
-taken from the GEMMs running beside them. FusedDataParallel keeps its flat gradient and parameter buffers here (on 2
-H200s at width 4096 the sharded update's all-gathers took 0.66 ms of kernel time per step instead of 1.23 ms,
-docs/benchmarks.md).
+Why: on such buffers NCCL (2.27 and later) can run a collective as a symmetric kernel, which reads and writes the
+peers' memory directly over NVLink instead of staging it through ring channels: fewer SMs held for less time, so less
+is taken from the GEMMs running beside it. FusedDataParallel keeps its flat gradient and parameter buffers here: on 2
+H200s at width 4096 the sharded update's all-gathers take the symmetric kernel (0.66 ms of kernel time per step
+instead of 1.23 ms) and the step runs 2.5% faster; the reduce-scatters, averaging (AVG), keep NCCL's ring kernel
+(docs/benchmarks.md).
 
 Where NCCL cannot (a torch without NCCL's allocator, a backend other than NCCL, a registration NCCL refuses), the
 buffers are ordinary memory and the collectives NCCL's ordinary kernels: same results, only slower.
