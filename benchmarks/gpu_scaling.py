@@ -25,21 +25,14 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.project_variants import PROJECT_TRAINERS, REDUCTION_ABLATIONS
 from benchmarks.report import BENCHMARKS_DOC, command_line, markdown_table, measured_at, provenance, write_section
 
-TRAINER_MODULES = {
-    "native": "benchmarks.project_trainers",
-    "native-bf16-allreduce": "benchmarks.project_trainers",
-    "native-ddp": "benchmarks.project_trainers",
-    "native-replicated-update": "benchmarks.project_trainers",
-    "native-ordinary-memory": "benchmarks.project_trainers",
-    "lightning": "benchmarks.project_trainers",
-    "naive-ddp": "benchmarks.baselines.naive_ddp",
-    "naive-lightning": "benchmarks.baselines.naive_lightning",
-}
+TRAINER_MODULES = {**dict.fromkeys(PROJECT_TRAINERS, "benchmarks.project_trainers"),
+                   "naive-ddp": "benchmarks.baselines.naive_ddp",
+                   "naive-lightning": "benchmarks.baselines.naive_lightning"}
 # Trainers measured against another's 1-GPU figure: how gradients are reduced only matters with several GPUs.
-MULTI_GPU_ONLY = {"native-bf16-allreduce": "native", "native-ddp": "native", "native-replicated-update": "native",
-                  "native-ordinary-memory": "native"}
+MULTI_GPU_ONLY = dict.fromkeys(REDUCTION_ABLATIONS, "native")
 NAIVE_TRAINERS = ("naive-ddp", "naive-lightning")
 # NVLink multicast stays off on shared machines (it can take a host's GPUs out of service).
 SAFE_NCCL_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -194,9 +187,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--emulated-hosts", type=int, default=gpus if gpus > 1 else 0,
                         help="also run this many torchrun agents (--nnodes) of one GPU each; 0 = skip")
     parser.add_argument("--trainers", default=",".join(t for t in TRAINER_MODULES if t not in MULTI_GPU_ONLY),
-                        help="comma-separated; native-bf16-allreduce, native-ddp, native-replicated-update and "
-                             "native-ordinary-memory (ablations of the gradient reduction, several GPUs only) are "
-                             "opt-in")
+                        help=f"comma-separated; {', '.join(MULTI_GPU_ONLY)} (ablations of the gradient reduction, "
+                             "several GPUs only) are opt-in")
     parser.add_argument("--widths", default="1024,4096")
     parser.add_argument("--batch-size", type=int, default=8192)
     parser.add_argument("--warmup-steps", type=int, default=15)

@@ -19,6 +19,7 @@ import torch
 from benchmarks.baselines.common import parse_args
 from benchmarks.lightning_timing import OnEveryStep
 from benchmarks.project_code import DOCS_PER_QUERY
+from benchmarks.project_variants import PROJECT_TRAINERS, REDUCTION_ABLATIONS
 from benchmarks.timing import StepWindows, append_result, summarise
 from ranker import distributed
 from ranker.config import ModelConfig, TrainConfig
@@ -27,15 +28,6 @@ from ranker.lightning_module import RankingModule
 from ranker.session import Session
 from ranker.throughput import NativeHarness, synthetic_session
 from train_lightning import build_trainer
-
-PROJECT_TRAINERS = ("native", "native-bf16-allreduce", "native-ddp", "native-replicated-update",
-                    "native-ordinary-memory", "lightning")
-# The ablations of the gradient reduction: bf16 compression (DDP's hook), DDP in place of FusedDataParallel,
-# FusedDataParallel all-reducing for a whole AdamW update on every rank instead of sharding it, and its buffers in
-# ordinary memory instead of NCCL symmetric windows.
-REDUCTION_ABLATIONS = {"native-bf16-allreduce": {"allreduce_dtype": "bf16"}, "native-ddp": {"data_parallel": "ddp"},
-                       "native-replicated-update": {"shard_optimizer": False},
-                       "native-ordinary-memory": {"symmetric_memory": False}}
 
 
 def benchmark_session(width: int, batch_queries: int, topology: Topology, device: torch.device, batches_of_data: int,
