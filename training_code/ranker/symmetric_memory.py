@@ -36,7 +36,6 @@ class SymmetricPool:
     def __init__(self, device: torch.device):
         self.backend = dist.distributed_c10d._get_default_group()._get_backend(device)
         self.pool = torch.cuda.MemPool(self.backend.mem_allocator)
-        self.registered = False
 
     @contextlib.contextmanager
     def allocating(self) -> Iterator[None]:
@@ -51,15 +50,13 @@ class SymmetricPool:
         except (RuntimeError, TypeError) as error:  # TypeError: a torch whose registration has no `symm`
             log.warning("NCCL symmetric memory unavailable (%s); collectives use NCCL's ordinary kernels", error)
             return False
-        self.registered = True
         distributed.before_shutdown(self.release)
         return True
 
     def release(self) -> None:
-        """Undoes the registration (collective); the memory itself is freed with its last tensor."""
-        if self.registered:
-            self.backend.deregister_mem_pool(self.pool)
-            self.registered = False
+        """Undoes the registration (collective; `register` has `distributed.shutdown()` call it once); the memory
+        itself is freed with its last tensor."""
+        self.backend.deregister_mem_pool(self.pool)
 
 
 def symmetric_pool(device: torch.device) -> SymmetricPool | None:
