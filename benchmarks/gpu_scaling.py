@@ -68,8 +68,13 @@ def launch_commands(layout: Layout, trainer: str,
         return
     port = free_port()
     per_host = layout.gpus // layout.hosts
+    ordinals = [str(index) for index in range(layout.gpus)]
     for node_rank in range(layout.hosts):
-        devices = ",".join(str(node_rank * per_host + index) for index in range(per_host))
+        # Each agent sees every GPU, its host's own first (LOCAL_RANK picks among those), as a process on a real
+        # multi-GPU host sees all of that host's GPUs. Hiding the others instead (CUDA_VISIBLE_DEVICES=<own>) makes a
+        # layout no real cluster has, a peer reachable over NVLink that CUDA cannot see: NCCL's peer copies then run
+        # as plain device copies and slow the kernels beside them, 3% of throughput (docs/benchmarks.md).
+        devices = ",".join(ordinals[node_rank * per_host:] + ordinals[:node_rank * per_host])
         yield [
             sys.executable, "-m", "torch.distributed.run", f"--nnodes={layout.hosts}", f"--node_rank={node_rank}",
             f"--nproc_per_node={per_host}", "--master_addr=127.0.0.1", f"--master_port={port}", *tail,

@@ -113,17 +113,24 @@ def test_two_gpus_are_one_torchrun_with_two_processes_seeing_both_devices():
     assert env == {"CUDA_VISIBLE_DEVICES": "0,1"}
 
 
-def test_two_emulated_hosts_are_two_torchrun_agents_with_one_device_each_and_one_rendezvous():
+def test_two_emulated_hosts_are_two_torchrun_agents_with_their_own_device_first_and_one_rendezvous():
     # Given 2 GPUs laid out as 2 hosts
     launches = list(launch_commands(Layout(2, 2), "lightning", []))
-    # Then there is one torchrun agent per host, each with its node rank and its own GPU, meeting at one address
+    # Then there is one torchrun agent per host, each with its node rank, meeting at one address
     assert len(launches) == 2
-    for node_rank, (command, env) in enumerate(launches):
+    for node_rank, (command, _) in enumerate(launches):
         assert "--nnodes=2" in command and f"--node_rank={node_rank}" in command and "--nproc_per_node=1" in command
         assert "--standalone" not in command
-        assert env == {"CUDA_VISIBLE_DEVICES": str(node_rank)}
     ports = {flag for command, _ in launches for flag in command if flag.startswith("--master_port=")}
     assert len(ports) == 1
+    # And each sees both GPUs, its own as device 0 (where LOCAL_RANK 0 lands), as on a real multi-GPU host
+    assert [env for _, env in launches] == [{"CUDA_VISIBLE_DEVICES": "0,1"}, {"CUDA_VISIBLE_DEVICES": "1,0"}]
+
+
+def test_emulated_hosts_of_several_gpus_see_their_own_gpus_first_in_order():
+    launches = list(launch_commands(Layout(8, 2), "native", []))
+    assert [env["CUDA_VISIBLE_DEVICES"] for _, env in launches] == ["0,1,2,3,4,5,6,7", "4,5,6,7,0,1,2,3"]
+    assert all("--nproc_per_node=4" in command for command, _ in launches)
 
 
 # --- benchmarks.timing ------------------------------------------------------------------------------------------------
