@@ -6,8 +6,10 @@ t, t + threads, ... into its own `prefetch` buffers, and the trainer takes them 
 the device asynchronously. numpy's gathers release the interpreter lock, so the threads fill in parallel (two fill
 1.9x as fast as one on 2 cores; one fills ~5-6M documents/s, and the graphed trainer at width 1024 eats ~10.5M a
 second per H200: docs/benchmarks.md). A buffer is refilled only after its copy has finished (a CUDA event its thread
-waits on), so the trainer never waits for the disk unless the disk is slower than the model. Order is deterministic
-by (seed, epoch) within each rank's shards, whatever the thread count.
+waits on), so the trainer never waits for the disk unless the disk is slower than the model. It can wait for the
+hand-over, though: on an H200 host streaming tops out at ~6.3M documents/s per GPU whatever the thread count
+(beside train_ddp.py; not profiled yet). Order is deterministic by (seed, epoch) within each rank's shards, whatever
+the thread count.
 """
 
 from __future__ import annotations
