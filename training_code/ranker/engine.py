@@ -142,22 +142,20 @@ def step_function(model: nn.Module, optimizer: torch.optim.Optimizer,
         meter.add(forward_backward_update(model, optimizer, batch, loss_function, device, config.precision,
                                           autocast_cache), batch[2])
 
-    if not uses_cuda_graph(config, device):
-        def eager(batch: Batch) -> None:
+    if uses_cuda_graph(config, device):
+        run: Callable[[Batch], None] = CapturedStep(model, optimizer, device,
+                                                    lambda batch: update(batch, autocast_cache=False))
+    else:
+        def run(batch: Batch) -> None:
             optimizer.zero_grad(set_to_none=True)
             update(batch)
-            scheduler.step()
-            meter.steps += 1
 
-        return eager
-    captured = CapturedStep(model, optimizer, device, lambda batch: update(batch, autocast_cache=False))
-
-    def replay(batch: Batch) -> None:
-        captured(batch)
-        scheduler.step()  # writes the learning rate tensor the next replay reads
+    def step(batch: Batch) -> None:
+        run(batch)
+        scheduler.step()  # under a graph: writes the learning rate tensor the next replay reads
         meter.steps += 1
 
-    return replay
+    return step
 
 
 def learning_rate(scheduler: torch.optim.lr_scheduler.LRScheduler) -> float:
