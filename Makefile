@@ -33,7 +33,9 @@ $(CHECKOV_VENV)/.installed: requirements-checkov.txt constraints-checkov.txt
 		-c constraints-checkov.txt
 	touch $@
 
+# Lint first: it fails in seconds, before the long test run, and reports in ruff's own format.
 test: setup
+	$(PYTHON) -m ruff check .
 	$(PYTHON) -m pytest
 
 demo: setup

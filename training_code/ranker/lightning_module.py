@@ -90,7 +90,7 @@ class RankingModule(L.LightningModule):
         # destroyed, or that destruction waits forever (the native loop's step dies with its function's scope).
         self.step_function = None
 
-    def train_dataloader(self) -> QueryBatches:
+    def train_dataloader(self) -> EpochBatches:
         return self.batches
 
     def training_step(self, batch: Batch, batch_index: int) -> None:
