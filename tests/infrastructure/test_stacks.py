@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from stacks.trigger_environment import metric_definitions
-
 from .synthesis import SynthesizedApp, resources_of_type, trigger_function
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))  # the training tests' launch helpers
+from training_launch import TINY_MODEL_FLAGS, run_dirs, run_script, script_env  # noqa: E402
 
 SNAPSHOT_DIR = Path(__file__).parent / "snapshots"
 UPDATE_SWITCH = "UPDATE_SNAPSHOTS"
@@ -58,7 +61,6 @@ def test_trigger_environment_is_exactly_the_contract(any_app: SynthesizedApp) ->
     config = any_app.config
     assert environment["JOB_NAME_PREFIX"] == config.project_prefix
     assert environment["MARKER_NAMES"] == ",".join(config.marker_names)
-    assert json.loads(environment["METRIC_DEFINITIONS"]) == metric_definitions()
     assert json.loads(environment["DEFAULT_HYPERPARAMETERS"]) == config.default_hyperparameters
     assert environment["USE_SPOT"] == ("true" if config.use_spot else "false")
     assert environment["DEFAULT_INSTANCE_COUNT"] == str(config.instance_count)
@@ -73,10 +75,68 @@ def test_image_is_the_regions_pytorch_dlc_and_source_is_the_bundle_asset(dev_app
     assert re.search(r"s3://cdk-[a-z0-9]+-assets-\$\{AWS::AccountId\}-us-east-1/[0-9a-f]{64}\.gz", bundle)
 
 
-def test_metric_definitions_come_from_the_training_codes_log_format() -> None:
-    from ranker import log_format  # the training code's own module, as the training scripts import it
+# Log lines as the training scripts print them (`name=value`, space separated), written out by hand, with what
+# SageMaker must read from each: the synthesized `MetricDefinitions` are checked against these, not against the
+# function that built them.
+EXPECTED_CAPTURES = {
+    "epoch=1 step=20 train_loss=0.418237 learning_rate=0.000912 samples_per_second=15234.5":
+        {"epoch": 1, "step": 20, "train_loss": 0.418237, "learning_rate": 0.000912, "samples_per_second": 15234.5},
+    "epoch=3 step=400 train_loss=0.0371 learning_rate=1.5e-05 samples_per_second=1.04e+07":
+        {"epoch": 3, "step": 400, "train_loss": 0.0371, "learning_rate": 1.5e-05, "samples_per_second": 1.04e7},
+    "epoch=2 step=40 val_loss=0.391 val_ndcg@1=0.61 val_ndcg@3=0.64 val_ndcg@5=0.66 val_ndcg@10=0.7":
+        {"epoch": 2, "step": 40, "val_loss": 0.391, "val_ndcg@1": 0.61, "val_ndcg@3": 0.64, "val_ndcg@5": 0.66,
+         "val_ndcg@10": 0.7},
+    "train_loss=0.38 val_loss=0.4 val_ndcg@10=0.761 test_ndcg@1=0.5 test_ndcg@3=0.55 test_ndcg@5=0.6 "
+    "test_ndcg@10=0.65":
+        {"train_loss": 0.38, "val_loss": 0.4, "val_ndcg@10": 0.761, "test_ndcg@1": 0.5, "test_ndcg@3": 0.55,
+         "test_ndcg@5": 0.6, "test_ndcg@10": 0.65},
+    # A diverged loss prints as `nan`: SageMaker records no point rather than a wrong one.
+    "epoch=1 step=30 train_loss=nan learning_rate=0.001": {"epoch": 1, "step": 30, "learning_rate": 0.001},
+    "resumed from /opt/ml/checkpoints/step-000000200.pt at step 200": {},
+}
 
-    assert metric_definitions() == log_format.metric_definitions()
+
+def _captures(definitions: list[dict[str, str]], line: str) -> dict[str, float]:
+    """What SageMaker records from one log line: each definition's first group, where its regex matches."""
+    found = {}
+    for definition in definitions:
+        match = re.search(definition["Regex"], line)
+        if match:
+            found[definition["Name"]] = float(match.group(1))
+    return found
+
+
+def test_metric_definitions_read_each_metric_from_the_lines_training_prints(any_app: SynthesizedApp) -> None:
+    # Given the MetricDefinitions the synthesized trigger sends with every job
+    definitions = json.loads(_environment(any_app)["METRIC_DEFINITIONS"])
+    # Then exactly the metrics the scripts print are defined, and each regex reads its own value and no other
+    assert {definition["Name"] for definition in definitions} == set().union(*EXPECTED_CAPTURES.values())
+    for line, expected in EXPECTED_CAPTURES.items():
+        assert _captures(definitions, line) == pytest.approx(expected), line
+
+
+def _metric_lines(output: str) -> list[str]:
+    """Lines made only of `name=value` tokens: the metric reports, whatever else the script logs."""
+    return [line for line in output.splitlines() if line.split() and all("=" in token for token in line.split())]
+
+
+@pytest.mark.slow  # one real training run per entry point: seconds each
+@pytest.mark.parametrize("script", ["train_ddp.py", "train_lightning.py"])
+def test_metric_definitions_capture_every_metric_a_real_training_run_prints(dev_app: SynthesizedApp, script: str,
+                                                                           tmp_path: Path) -> None:
+    # Given a tiny LETOR dataset and the synthesized MetricDefinitions
+    definitions = json.loads(_environment(dev_app)["METRIC_DEFINITIONS"])
+    data = tmp_path / "data"
+    subprocess.run([sys.executable, "-m", "ranker.synthetic", "--output", str(data), "--queries", "48",
+                    "--docs-per-query", "8", "--features", "12"], env=script_env(), check=True, capture_output=True)
+    # When the entry point trains one epoch with a test channel, as a job does
+    result = run_script(script, ["--train", str(data), "--test", str(data), "--epochs", "1", *TINY_MODEL_FLAGS,
+                                 "--log-every", "2", *run_dirs(tmp_path).flags()])
+    # Then every metric it prints is defined, and every definition reads a value from what it printed
+    lines = _metric_lines(result.stdout)
+    printed = {token.split("=", 1)[0] for line in lines for token in line.split()}
+    captured = {name for line in lines for name in _captures(definitions, line)}
+    assert printed == captured == {definition["Name"] for definition in definitions}, result.stdout[-2000:]
 
 
 def test_stateful_logical_ids_never_change(any_app: SynthesizedApp) -> None:
