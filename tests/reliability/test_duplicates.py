@@ -2,8 +2,9 @@
 other or all at once; exactly one training job must start, and the other nine report `duplicate`.
 
 The job name is the idempotency key (dataset, version, marker ETag), and SageMaker's ResourceInUse is the lock:
-proven against the local SageMaker endpoint over HTTP (ten Lambda execution environments as ten processes for the
-concurrent case) and with a botocore Stubber on the trigger's real client.
+proven against the local SageMaker endpoint over HTTP, which refuses a second job of one name as SageMaker does
+(threads in one process, and ten Lambda execution environments as ten processes, for the concurrent cases). A new
+marker object for the same version (a new ETag) is a new dataset event and starts a job of its own.
 """
 
 from __future__ import annotations
@@ -14,17 +15,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from botocore.stub import Stubber
 
 import handler
+from local_mode.bucket_events import object_created_event
 from local_mode.local_clients import LOCAL_REGION, local_client
 from local_mode.trigger_invocation import invoke_trigger
 from reliability.lambda_async import LambdaContext
-from training_trigger import aws_clients
+from reliability.local_dataset import DATA_BUCKET, MARKER_KEY
 
 DELIVERIES = 10
-# The Stubber answers every call itself; nothing listens here, so a call that escaped it would fail.
-NO_SAGEMAKER = "http://127.0.0.1:9"
 # Threads share the process's one Powertools Metrics object, so one invocation may flush another's count and find
 # none of its own; a Lambda execution environment never runs two invocations at once.
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
@@ -53,13 +52,14 @@ def _job_names(sagemaker_url: str) -> list[str]:
     return [summary["TrainingJobName"] for summary in summaries]
 
 
-def test_ten_sequential_deliveries_start_one_job_on_local_sagemaker(local_sagemaker, point_trigger_at, marker_event,
-                                                                   account):
+@pytest.mark.parametrize("concurrently", [False, True], ids=["sequential", "threads"])
+def test_ten_deliveries_start_one_job_on_local_sagemaker(concurrently, local_sagemaker, point_trigger_at, marker_event,
+                                                         account):
     # Given the trigger pointed at the local SageMaker endpoint
     point_trigger_at(local_sagemaker.url)
-    # When the same marker event is delivered ten times, one after the other
+    # When the same marker event is delivered ten times, one after the other or all at once
     results = _deliver(DELIVERIES, lambda: handler.lambda_handler(marker_event, _context(account)),
-                       concurrently=False)
+                       concurrently=concurrently)
     # Then one delivery started the job, nine were duplicates, and SageMaker holds exactly that one job
     job_name = _assert_one_started_rest_duplicate(results)
     assert _job_names(local_sagemaker.url) == [job_name]
@@ -83,25 +83,26 @@ def test_ten_concurrent_deliveries_start_one_job_on_local_sagemaker(local_sagema
 
 
 @pytest.fixture
-def sagemaker_stub(point_trigger_at: Callable[[str], Any]) -> Iterator[Stubber]:
-    """The trigger's real SageMaker client under a Stubber: SageMaker accepts the first name, then ResourceInUse."""
-    point_trigger_at(NO_SAGEMAKER)
-    with Stubber(aws_clients.sagemaker_client()) as stubber:
-        stubber.add_response("create_training_job", {
-            "TrainingJobArn": f"arn:aws:sagemaker:{LOCAL_REGION}:123456789012:training-job/ranker-web-search"})
-        for _ in range(DELIVERIES - 1):
-            stubber.add_client_error("create_training_job", service_error_code="ResourceInUse", http_status_code=400,
-                                     service_message="Training job names must be unique within an AWS account and "
-                                                     "region, and a training job with this name already exists")
-        yield stubber
-        stubber.assert_no_pending_responses()
+def rewritten_marker(moto, account: str) -> Iterator[dict[str, Any]]:
+    """The version's marker written again with other content (a new ETag); the original is restored afterwards."""
+    s3 = local_client("s3", moto.url)
+    original = s3.get_object(Bucket=DATA_BUCKET, Key=MARKER_KEY)["Body"].read()
+    s3.put_object(Bucket=DATA_BUCKET, Key=MARKER_KEY, Body=b"closed again after a fix to the train channel\n")
+    try:
+        yield object_created_event(s3, bucket=DATA_BUCKET, key=MARKER_KEY, account=account)
+    finally:
+        s3.put_object(Bucket=DATA_BUCKET, Key=MARKER_KEY, Body=original)
 
 
-@pytest.mark.parametrize("concurrently", [False, True], ids=["sequential", "threads"])
-def test_ten_deliveries_give_one_started_nine_duplicates_with_stubber(concurrently, sagemaker_stub, marker_event,
-                                                                      account):
-    # When the same marker event is delivered ten times
-    results = _deliver(DELIVERIES, lambda: handler.lambda_handler(marker_event, _context(account)),
-                       concurrently=concurrently)
-    # Then one started, nine duplicates, all naming the same job (the Stubber checks all ten calls were made)
-    _assert_one_started_rest_duplicate(results)
+def test_a_new_marker_for_the_same_version_starts_a_second_job(local_sagemaker, point_trigger_at, marker_event,
+                                                              rewritten_marker, account):
+    # Given the trigger on the local SageMaker, and a job already started by the version's first marker
+    point_trigger_at(local_sagemaker.url)
+    first = handler.lambda_handler(marker_event, _context(account))
+    # When the marker is written again (new ETag) and its event delivered twice
+    second = [handler.lambda_handler(rewritten_marker, _context(account)) for _ in range(2)]
+    # Then the new marker started one job of its own, and its second delivery was a duplicate of that job
+    assert first["status"] == "started"
+    assert [result["status"] for result in second] == ["started", "duplicate"]
+    assert second[0]["job_name"] == second[1]["job_name"] != first["job_name"]
+    assert sorted(_job_names(local_sagemaker.url)) == sorted([first["job_name"], second[0]["job_name"]])
