@@ -31,48 +31,89 @@ class ConfigError(ValueError):
 
 
 class PipelineConfig(BaseModel):
-    """Everything the stacks need to know; see the configuration reference in README.md."""
+    """Everything the stacks need to know; docs/configuration.md is generated from these fields."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
 
-    env_name: Literal["dev", "prod"] = Field(description="named environment selected with -c env=...")
+    env_name: Literal["dev", "prod"] = Field(
+        description="named environment from cdk.json's `environments`, selected with `-c env=...` (default `dev`)")
     project_prefix: str = Field(pattern=r"^[a-z][a-z0-9-]{1,30}[a-z0-9]$",
-                                description="prefix of training job names and resource names")
-    region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$", description="AWS region the stacks deploy to")
+                                description="prefix of stack names and training job names (`<prefix>-...`); the "
+                                            "trigger's IAM permissions are scoped to jobs named `<prefix>-*`")
+    region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$",
+                        description="AWS region of both stacks and of the AWS PyTorch DLC; the account comes from "
+                                    "your credentials")
     dataset_prefix: str = Field(pattern=r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*/$",
-                                description="key prefix of datasets in the data bucket, ends with '/'")
-    marker_names: tuple[str, ...] = Field(min_length=1, description="file names that mark a dataset version complete")
-    entry_point: Literal["train_lightning.py", "train_ddp.py"]
-    distribution: Distribution
-    instance_type: str = Field(pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$")
-    instance_count: int = Field(ge=1, le=100)
-    framework_version: str = Field(pattern=r"^\d+\.\d+(\.\d+)?$")
-    python_version: str = Field(pattern=r"^py3\d{1,2}$")
-    default_hyperparameters: dict[str, str | int | float | bool] = Field(default_factory=dict)
-    image_source: Literal["dlc", "custom"]
-    custom_image_tag: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-    input_mode: Literal["File", "FastFile"]
-    volume_size_gb: int = Field(ge=1, le=16384)
-    max_runtime_seconds: int = Field(ge=60, le=_MAX_JOB_SECONDS)
-    use_spot: bool
-    max_wait_seconds: int = Field(ge=0, le=_MAX_JOB_SECONDS)
-    keep_alive_seconds: int = Field(ge=0, le=3600)
-    job_retry_attempts: int = Field(ge=0, le=30)
-    subnet_ids: tuple[str, ...] = ()
-    security_group_ids: tuple[str, ...] = ()
-    enable_kms: bool
-    enable_network_isolation: bool
-    enable_inter_container_encryption: bool
-    notification_email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-    retrain_schedule: str | None = Field(default=None, pattern=r"^(rate|cron)\(.+\)$")
-    removal_policy: Literal["destroy", "retain"]
-    trigger_reserved_concurrency: int = Field(ge=1, le=100)
-    trigger_timeout_seconds: int = Field(ge=10, le=900)
-    trigger_retry_attempts: int = Field(ge=0, le=2)
-    trigger_max_event_age_seconds: int = Field(ge=60, le=21600)
-    log_retention_days: int
-    noncurrent_version_expiration_days: int = Field(ge=1, le=3650)
-    ecr_images_to_keep: int = Field(ge=1, le=1000)
+                                description="key prefix of datasets in the data bucket "
+                                            "(`<prefix><name>/<version>/<channel>/...`); ends with `/`")
+    marker_names: tuple[str, ...] = Field(min_length=1,
+                                          description="file names that mark a dataset version complete, at the "
+                                                      "version root (`-c marker_names=a,b`)")
+    entry_point: Literal["train_lightning.py", "train_ddp.py"] = Field(description="default training script")
+    distribution: Distribution = Field(
+        description="default SageMaker distribution: `torch_distributed` (torchrun), `pytorchddp` / `smdistributed` "
+                    "(SMDDP: the AWS DLC up to PyTorch 2.2.0 only) or `none` (one process per host)")
+    instance_type: str = Field(pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
+                               description="default SageMaker instance type; `torch_distributed` needs a GPU or "
+                                           "Trainium type and starts one process per GPU")
+    instance_count: int = Field(ge=1, le=100, description="default number of training instances")
+    framework_version: str = Field(pattern=r"^\d+\.\d+(\.\d+)?$",
+                                   description="PyTorch version of the AWS DLC the jobs run in")
+    python_version: str = Field(pattern=r"^py3\d{1,2}$", description="Python version tag of the DLC, e.g. `py310`")
+    default_hyperparameters: dict[str, str | int | float | bool] = Field(
+        default_factory=dict,
+        description="hyperparameters sent with every job, under the manifest's and a manual payload's (no "
+                    "`sagemaker_*` keys; JSON with `-c`); the flags are listed in docs/training.md")
+    image_source: Literal["dlc", "custom"] = Field(
+        description="`dlc`: the AWS PyTorch DLC, resolved offline at synthesis; `custom`: the project's ECR image")
+    custom_image_tag: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$",
+                                         description="tag in the project's ECR repository; required with "
+                                                     "`image_source=custom`")
+    input_mode: Literal["File", "FastFile"] = Field(description="how SageMaker provides the channels to the job")
+    volume_size_gb: int = Field(ge=1, le=16384, description="training volume size per instance, in GB")
+    max_runtime_seconds: int = Field(ge=60, le=_MAX_JOB_SECONDS,
+                                     description="stopping condition: the longest a job may train, in seconds")
+    use_spot: bool = Field(description="managed spot training (jobs resume from their checkpoints)")
+    max_wait_seconds: int = Field(ge=0, le=_MAX_JOB_SECONDS,
+                                  description="with spot, the longest a job may wait and train in all: at least "
+                                              "`max_runtime_seconds`")
+    keep_alive_seconds: int = Field(ge=0, le=3600,
+                                    description="warm pool keep-alive after a job (0: off); not with spot")
+    job_retry_attempts: int = Field(ge=0, le=30,
+                                    description="SageMaker `RetryStrategy` attempts after an internal failure "
+                                                "(0: none)")
+    subnet_ids: tuple[str, ...] = Field(default=(), description="VPC subnets for the jobs, with "
+                                                                "`security_group_ids` (empty: no VPC)")
+    security_group_ids: tuple[str, ...] = Field(default=(), description="VPC security groups for the jobs, with "
+                                                                        "`subnet_ids`")
+    enable_kms: bool = Field(
+        description="the project KMS key encrypts buckets, ECR, the trigger's queue and logs, and job volumes and "
+                    "output (off: AWS-managed encryption; the notification topic always uses the key)")
+    enable_network_isolation: bool = Field(
+        description="job containers without network access (use `image_source=custom`: the DLC installs the "
+                    "training code's requirements at start)")
+    enable_inter_container_encryption: bool = Field(description="encrypt traffic between training instances")
+    notification_email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$",
+                                           description="e-mail address subscribed to job notifications")
+    retrain_schedule: str | None = Field(default=None, pattern=r"^(rate|cron)\(.+\)$",
+                                         description="EventBridge `rate(...)` / `cron(...)` that retrains on the "
+                                                     "newest complete dataset version")
+    removal_policy: Literal["destroy", "retain"] = Field(
+        description="`destroy`: buckets, key and repository are emptied and deleted with the stack; `retain`: "
+                    "they survive it")
+    trigger_reserved_concurrency: int = Field(ge=1, le=100,
+                                              description="reserved concurrency of the trigger Lambda")
+    trigger_timeout_seconds: int = Field(ge=10, le=900, description="trigger Lambda timeout, in seconds")
+    trigger_retry_attempts: int = Field(ge=0, le=2, description="Lambda's asynchronous retries of a failed "
+                                                                "trigger invocation before the dead-letter queue")
+    trigger_max_event_age_seconds: int = Field(ge=60, le=21600,
+                                               description="age in seconds after which an undelivered event goes "
+                                                           "to the dead-letter queue")
+    log_retention_days: int = Field(description="trigger log retention in days, one of the periods CloudWatch "
+                                                "Logs allows")
+    noncurrent_version_expiration_days: int = Field(ge=1, le=3650,
+                                                    description="days old object versions are kept in the buckets")
+    ecr_images_to_keep: int = Field(ge=1, le=1000, description="newest images kept in the ECR repository")
 
     @field_validator("marker_names", mode="before")
     @classmethod
