@@ -36,13 +36,19 @@ class TriggerRequest:
 
     source: str  # "s3-eventbridge" | "s3-notification" | "schedule" | "manual"
     dataset: str | None = None
-    version: str | None = None  # None: the newest complete version
+    """Dataset folder name under the dataset prefix; give exactly one of `dataset` and `channels`."""
+    version: str | None = None
+    """Version folder of `dataset`; default: the newest complete version (the one whose marker was written last)."""
     marker_key: str | None = None
     marker_etag: str | None = None
-    channels: Mapping[str, str] = field(default_factory=dict)  # explicit S3 URIs, manual only
+    channels: Mapping[str, str] = field(default_factory=dict)
+    """Explicit S3 URIs by channel (`train`, `validation`, `test`), instead of a dataset; `train` is required."""
     overrides: JobOverrides = field(default_factory=JobOverrides)
     job_name: str | None = None
+    """Training job name, starting with `<project_prefix>-`; default: a fresh
+    `<prefix>-<dataset>-<UTC yyyymmddHHMMSS>-<6 hex>` for each manual run."""
     dry_run: bool = False
+    """Build and check the request and return it without starting a job."""
 
 
 @dataclass(frozen=True)

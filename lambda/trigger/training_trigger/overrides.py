@@ -24,13 +24,22 @@ class JobOverrides:
     """Each field None (or empty) means "use the stack's default"."""
 
     entry_point: str | None = None
+    """`train_lightning.py` or `train_ddp.py`; default: the stack's `entry_point`."""
     distribution: str | None = None
+    """`torch_distributed`, `pytorchddp`, `smdistributed` or `none`; default: the stack's `distribution`."""
     instance_type: str | None = None
+    """A SageMaker `ml.*` instance type; default: the stack's `instance_type`."""
     instance_count: int | None = None
+    """Number of instances, a positive whole number; default: the stack's `instance_count`."""
     hyperparameters: Mapping[str, HyperparameterValue] = field(default_factory=dict)
+    """Strings, numbers or booleans by flag name (e.g. `epochs`, `batch-size`), merged key by key over the stack's
+    `default_hyperparameters`; `sagemaker_*` keys are refused."""
     spot: bool | None = None
+    """Managed spot training; default: the stack's `use_spot`."""
     max_runtime: int | None = None
+    """Stopping condition in seconds; default: the stack's `max_runtime_seconds`."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """String tags added to the job's tags, merged key by key."""
 
     def then(self, later: JobOverrides) -> JobOverrides:
         """These overrides with `later`'s on top (hyperparameters and tags merge key by key)."""
