@@ -12,7 +12,7 @@ Launch commands (all flags optional except the training channel outside SageMake
     PyTorch(entry_point="train_lightning.py", source_dir="training_code", distribution={"torch_distributed":
             {"enabled": True}}, hyperparameters={"epochs": 40, "batch-size": 16}, ...).fit({"train": "s3://..."})
 
-Every flag is listed by `python train_lightning.py --help`; see README for the hyperparameter table.
+Every flag is listed by `python train_lightning.py --help` and in docs/training.md.
 """
 
 from __future__ import annotations

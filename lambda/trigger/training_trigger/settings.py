@@ -1,6 +1,6 @@
 """The environment the stack sets, read once into a frozen, validated `Settings`.
 
-The variable names are the contract with stacks/ (see README.md). A bad value is a
+The variable names are the contract with stacks/ (stacks/trigger_environment.py). A bad value is a
 deployment error, so `load_settings` raises `SettingsError` listing every bad field rather than the first.
 """
 

@@ -17,7 +17,7 @@ TOPIC_ARN = "arn:aws:sns:eu-west-1:123456789012:ranker-training-rejections"
 
 
 def stack_environ(**changes: str) -> dict[str, str]:
-    """The environment the stack gives the function (see the contract in README.md)."""
+    """The environment the stack gives the function (the contract: stacks/trigger_environment.py)."""
     environ = {
         "AWS_REGION": "eu-west-1",
         "DATA_BUCKET": DATA_BUCKET,

@@ -94,7 +94,7 @@ def test_other_eventbridge_events_are_ignored(settings):
 
 
 def test_manual_payload_carries_its_overrides(settings):
-    # Given the manual dataset payload from the README
+    # Given the documented manual dataset payload
     payload = load_event("manual_dataset.json")
     # When it is parsed
     [request] = parse_event(payload, settings)

@@ -149,7 +149,7 @@ def test_manifest_overrides_the_defaults(s3_stub, sagemaker_stub, sent_requests)
 
 
 def test_manual_dry_run_returns_the_checked_request_and_starts_nothing(s3_stub, sagemaker_stub):
-    # Given the README's manual dataset payload (dry_run: true)
+    # Given the documented manual dataset payload (dry_run: true)
     payload = load_event("manual_dataset.json")
     _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
     # When it is invoked (the SageMaker Stubber has no response queued: a create call would fail the test)
@@ -225,16 +225,16 @@ def test_data_objects_are_ignored_without_any_call(sagemaker_stub):
     assert _invoke(event)["status"] == "ignored"
 
 
-def _readme_payloads() -> list[dict]:
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
-    # The README's <data-bucket> placeholder is what a reader replaces; as written it is no bucket name.
-    readme = readme.replace("<data-bucket>", DATA_BUCKET)
-    return [json.loads(match) for match in re.findall(r"--payload '(.*?)'", readme, flags=re.DOTALL)]
+def _documented_payloads() -> list[dict]:
+    page = (Path(__file__).resolve().parents[3] / "docs" / "trigger.md").read_text()
+    # The page's <data-bucket> placeholder is what a reader replaces; as written it is no bucket name.
+    page = page.replace("<data-bucket>", DATA_BUCKET)
+    return [json.loads(match) for match in re.findall(r"--payload '(.*?)'", page, flags=re.DOTALL)]
 
 
-def test_readme_payload_examples_run_as_written_in_dry_run(s3_stub, sagemaker_stub):
-    # Given the payloads exactly as the README shows them
-    payloads = _readme_payloads()
+def test_documented_payload_examples_run_as_written_in_dry_run(s3_stub, sagemaker_stub):
+    # Given the payloads exactly as docs/trigger.md shows them
+    payloads = _documented_payloads()
     assert len(payloads) == 2 and all(payload["dry_run"] for payload in payloads)
     # When each is invoked (dataset payloads list their version first)
     results = []
