@@ -170,7 +170,7 @@ def flag_tables(parser: argparse.ArgumentParser) -> str:
     parts = []
     # argparse publishes no iterator over its groups; _action_groups is what its own help formatter walks.
     for group in parser._action_groups:
-        actions = [action for action in group._group_actions if not isinstance(action, argparse._HelpAction)]
+        actions = [action for action in group._group_actions if action.dest != "help"]
         if not actions:
             continue
         rows = []
