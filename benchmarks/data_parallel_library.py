@@ -533,7 +533,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="the decision rule's margin, as a fraction (0.03: 3%%)")
     parser.add_argument("--launch-timeout", type=float, default=150.0,
                         help="seconds one torchrun launch may take (compiling included) before it counts as failed")
-    parser.add_argument("--deadline", type=float, default=420.0,
+    parser.add_argument("--deadline", type=float, default=330.0,
                         help="seconds after which launches not yet started are skipped")
     parser.add_argument("--raw-dir", type=Path, default=None, help="where logs and raw JSON lines go")
     parser.add_argument("--doc", type=Path, default=BENCHMARKS_DOC)
