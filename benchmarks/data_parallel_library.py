@@ -23,7 +23,7 @@ import dataclasses
 import gc
 import json
 import os
-import signal
+import re
 import subprocess
 import sys
 import tempfile
@@ -67,8 +67,7 @@ def hand_written(session: Session, total_steps: int, shard_optimizer: bool = Tru
     engine.build_optimizer): on several GPUs FusedDataParallel with its buffers in NCCL symmetric windows (unless
     `symmetric_memory` is off) and, with `shard_optimizer`, ShardedAdamW updating each rank's shard beside the
     backward pass; on one GPU the project's step without a wrapper. Fused bf16 layers, the step a CUDA graph."""
-    train = dataclasses.replace(session.config.train, data_parallel="auto", shard_optimizer=shard_optimizer,
-                                symmetric_memory=symmetric_memory)
+    train = dataclasses.replace(session.config.train, shard_optimizer=shard_optimizer, symmetric_memory=symmetric_memory)
     session = dataclasses.replace(session, config=dataclasses.replace(session.config, train=train))
     torch.manual_seed(train.seed)
     return NativeHarness.build(session, total_steps=total_steps)
@@ -82,11 +81,15 @@ def project_model(session: Session, fused_layers: bool) -> nn.Module:
     rank. `fused_layers=False` runs autocast's Linear + ReLU instead of the project's ranker.fused_linear."""
     torch.manual_seed(session.config.train.seed)
     model = engine.build_model(session.model_config, session.device)
+    if not hasattr(model, "fused"):
+        raise RuntimeError("project_model: RankingMLP has no `fused` switch any more; choose its layers where the "
+                           "project now does, or the fused-layer variants measure plain layers")
     model.fused = fused_layers
     return model
 
 
 def adamw(parameters, session: Session, implementation: str) -> torch.optim.AdamW:
+    """AdamW with the run's settings, its `fused` or `foreach` kernels on GPU (the default path on CPU)."""
     train = session.config.train
     return torch.optim.AdamW(parameters, lr=train.learning_rate, weight_decay=train.weight_decay,
                              **{implementation: session.device.type == "cuda"})
@@ -113,10 +116,10 @@ def compiled_if(model: nn.Module, mode: str) -> nn.Module:
     return torch.compile(model) if mode == "compiled" else model
 
 
-def no_data_parallel(session: Session, total_steps: int, mode: str, adamw_kind: str = "fused") -> NativeHarness:
+def no_data_parallel(session: Session, total_steps: int, mode: str, implementation: str = "fused") -> NativeHarness:
     """One GPU, autocast layers: the reference for the library variants."""
     model = compiled_if(project_model(session, fused_layers=False), mode)
-    return library_harness(session, model, adamw(model.parameters(), session, adamw_kind), total_steps, mode)
+    return library_harness(session, model, adamw(model.parameters(), session, implementation), total_steps, mode)
 
 
 def ddp_variant(session: Session, total_steps: int, mode: str, fused_layers: bool = False,
@@ -143,9 +146,10 @@ class UpdateInCommHook:
 
 
 def zero_overlap(session: Session, total_steps: int, mode: str) -> NativeHarness:
-    """ZeRO stage 1 overlapped with DDP's all-reduces. Its functional AdamW has no fused kernel for the step counts it
-    keeps on the host (pytorch#104767), so it runs foreach; those host counts and its fixed learning rate (the
-    schedule's changes do not reach it) are why it runs eager: a replay would freeze the bias correction."""
+    """ZeRO stage 1 overlapped with DDP's all-reduces. The functional AdamW that `overlap_with_ddp` requires keeps its
+    step counts as host tensors, which the fused kernel does not take (a fused AdamW given host step counts fails,
+    pytorch#104767): it runs foreach. It runs eager: a CUDA graph would freeze the bias correction computed from those
+    host counts. Its learning rate stays the one it was built with (it reads its own defaults, not the schedule's)."""
     model = ddp(project_model(session, fused_layers=False), session)
     train = session.config.train
     zero = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW, overlap_with_ddp=True,
@@ -202,7 +206,7 @@ VARIANTS = {variant.name: variant for variant in [
     Variant("autocast-graph", 1, "autocast Linear + ReLU, CUDA graph, fused AdamW", no_data_parallel),
     Variant("autocast-eager", 1, "autocast Linear + ReLU, eager, fused AdamW", no_data_parallel, mode="eager"),
     Variant("autocast-eager-foreach", 1, "autocast Linear + ReLU, eager, foreach AdamW",
-            partial(no_data_parallel, adamw_kind="foreach"), mode="eager", adamw="foreach"),
+            partial(no_data_parallel, implementation="foreach"), mode="eager", adamw="foreach"),
     Variant("autocast-compiled", 1, "autocast Linear + ReLU, torch.compile, fused AdamW", no_data_parallel,
             mode="compiled", needs="CUDA (Inductor's CPU kernels are not what is measured)"),
     # The hand-written path and its ablations.
@@ -337,24 +341,36 @@ def worker_command(launch: Launch, args: argparse.Namespace, results: Path) -> l
 
 
 def run_launch(launch: Launch, args: argparse.Namespace, raw_dir: Path) -> str | None:
-    """Runs one torchrun launch to its end or its timeout; None if it succeeded, else why not (its log's last line)."""
+    """Runs one torchrun launch to its end or its timeout; None if it succeeded, else why not."""
     log_path = raw_dir / f"{'-'.join(launch.variants)}{'-eager' if launch.eager else ''}.log"
     env = {**os.environ, **SAFE_NCCL_ENV}
     if torch.cuda.is_available():
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(index) for index in range(launch.gpus))
     with log_path.open("w") as log:
         process = subprocess.Popen(worker_command(launch, args, raw_dir / "results.jsonl"), env=env, stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+                                   stderr=subprocess.STDOUT)
         try:
             code = process.wait(timeout=args.launch_timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)  # torchrun and its workers: the session this launch started
-            process.wait()
+            # torchrun passes SIGTERM on to its workers (each in a session of its own) and kills them if they linger
+            process.terminate()
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
             return f"timed out after {args.launch_timeout:.0f} s ({log_path.name})"
     if code == 0:
         return None
-    lines = [line for line in log_path.read_text().splitlines() if "Error" in line or "error" in line]
-    return f"{(lines[-1].strip() if lines else f'exit code {code}')[:160]} ({log_path.name})"
+    return f"{last_exception(log_path.read_text()) or f'exit code {code}'} ({log_path.name})"
+
+
+def last_exception(log: str) -> str | None:
+    """The last exception a worker printed (`[rank0]: ValueError: ...`), not torchrun's report that a child failed."""
+    raised = [match.group(1) for match in re.finditer(r"^(?:\[rank\d+\]: )?([\w.]*(?:Error|Exception|Failed): .*)$",
+                                                       log, re.MULTILINE)
+              if "ChildFailedError" not in match.group(1)]
+    return raised[-1].strip()[:200] if raised else None
 
 
 def run_all(args: argparse.Namespace, names: list[str], raw_dir: Path) -> None:
@@ -533,7 +549,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="the decision rule's margin, as a fraction (0.03: 3%%)")
     parser.add_argument("--launch-timeout", type=float, default=150.0,
                         help="seconds one torchrun launch may take (compiling included) before it counts as failed")
-    parser.add_argument("--deadline", type=float, default=330.0,
+    parser.add_argument("--deadline", type=float, default=300.0,
                         help="seconds after which launches not yet started are skipped")
     parser.add_argument("--raw-dir", type=Path, default=None, help="where logs and raw JSON lines go")
     parser.add_argument("--doc", type=Path, default=BENCHMARKS_DOC)

@@ -134,6 +134,22 @@ def test_every_data_parallel_variant_has_a_one_gpu_reference_for_its_step():
         assert all((variant.layers, mode, variant.adamw) in singles for mode in modes), variant.name
 
 
+def test_a_failed_launch_is_reported_by_the_exception_a_worker_raised_not_by_torchrun():
+    # Given a torchrun log as it ends when both workers raise
+    log = "\n".join([
+        "[rank1]: Traceback (most recent call last):",
+        "[rank1]: TypeError: BF16 all reduce communication hook required CUDA 11+ and NCCL 2.10+",
+        "[rank0]: torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:",
+        "    raise ChildFailedError(",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "  error_file: <N/A>",
+        "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+    ])
+    # Then the reason given is the last worker exception
+    assert library.last_exception(log) == "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:"
+    assert library.last_exception("[rank0]: step 3\nexit") is None
+
+
 # --- end to end on two gloo ranks ------------------------------------------------------------------------------------
 
 
