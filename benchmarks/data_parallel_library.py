@@ -370,7 +370,7 @@ def last_exception(log: str) -> str | None:
     raised = [match.group(1) for match in re.finditer(r"^(?:\[rank\d+\]: )?([\w.]*(?:Error|Exception|Failed): .*)$",
                                                        log, re.MULTILINE)
               if "ChildFailedError" not in match.group(1)]
-    return raised[-1].strip()[:200] if raised else None
+    return raised[-1].strip()[:200].replace("|", "/") if raised else None  # it goes into a markdown table
 
 
 def run_all(args: argparse.Namespace, names: list[str], raw_dir: Path) -> None:
@@ -383,7 +383,8 @@ def run_all(args: argparse.Namespace, names: list[str], raw_dir: Path) -> None:
         if not launch.variants:
             continue
         if time.perf_counter() - started > args.deadline:
-            record_failure(raw_dir, launch, f"not run: the run's {args.deadline:.0f} s deadline had passed")
+            record_failure(raw_dir, launch, f"not run: the run's {args.deadline:.0f} s deadline had passed",
+                           started=False)
             continue
         print(f"running {', '.join(launch.variants)} on {launch.gpus} rank(s) ...", flush=True)
         reason = run_launch(launch, args, raw_dir)
@@ -397,11 +398,11 @@ def run_all(args: argparse.Namespace, names: list[str], raw_dir: Path) -> None:
             print(f"  failed: {reason}", flush=True)
 
 
-def record_failure(raw_dir: Path, launch: Launch, reason: str) -> None:
+def record_failure(raw_dir: Path, launch: Launch, reason: str, started: bool = True) -> None:
     with (raw_dir / "failures.jsonl").open("a") as handle:
         for name in launch.variants:
             mode = "eager" if launch.eager else VARIANTS[name].mode
-            handle.write(json.dumps({"variant": name, "mode": mode, "reason": reason}) + "\n")
+            handle.write(json.dumps({"variant": name, "mode": mode, "reason": reason, "started": started}) + "\n")
 
 
 # --- the tables ------------------------------------------------------------------------------------------------------
@@ -416,7 +417,9 @@ def absent_cell(variant: Variant, failures: dict[str, dict], cuda: bool) -> str:
     if not cuda and not variant.runs_on_cpu:
         return f"needs {variant.needs}"
     failure = failures.get(variant.name)
-    return f"failed ({failure['mode']}): {failure['reason']}" if failure else "not run"
+    if failure is None:
+        return "not run"
+    return f"failed ({failure['mode']}): {failure['reason']}" if failure["started"] else failure["reason"]
 
 
 def analyse(results: list[dict], failures: list[dict], names: list[str], widths: list[int],
@@ -547,9 +550,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--gpus", type=int, default=2, help="GPUs (gloo ranks on CPU) of the data-parallel variants")
     parser.add_argument("--keep-margin", type=float, default=0.03,
                         help="the decision rule's margin, as a fraction (0.03: 3%%)")
-    parser.add_argument("--launch-timeout", type=float, default=150.0,
+    parser.add_argument("--launch-timeout", type=float, default=120.0,
                         help="seconds one torchrun launch may take (compiling included) before it counts as failed")
-    parser.add_argument("--deadline", type=float, default=300.0,
+    parser.add_argument("--deadline", type=float, default=330.0,
                         help="seconds after which launches not yet started are skipped")
     parser.add_argument("--raw-dir", type=Path, default=None, help="where logs and raw JSON lines go")
     parser.add_argument("--doc", type=Path, default=BENCHMARKS_DOC)

@@ -58,8 +58,11 @@ def test_vs_hand_written_compares_each_data_parallel_variant_with_the_hand_writt
 
 
 def test_rows_without_a_measurement_say_what_the_variant_needs_on_cpu_and_why_it_failed_on_gpu():
-    failures = [{"variant": "fsdp2-compiled", "mode": "compiled", "reason": "timed out after 150 s (fsdp2.log)"}]
-    names = ["hand-written", "ddp-zero-overlap", "fsdp2-compiled", "fsdp2"]
+    failures = [{"variant": "fsdp2-compiled", "mode": "compiled", "reason": "timed out after 120 s (fsdp2.log)",
+                 "started": True},
+                {"variant": "ddp", "mode": "graph", "reason": "not run: the run's 330 s deadline had passed",
+                 "started": False}]
+    names = ["hand-written", "ddp-zero-overlap", "fsdp2-compiled", "fsdp2", "ddp"]
     # On a CPU smoke run: what it needs
     headers, rows = analyse([], failures, names, [WIDTH], cuda=False)
     assert _row(headers, rows, "hand-written", "samples/s").startswith("needs CUDA and NCCL")
@@ -67,7 +70,8 @@ def test_rows_without_a_measurement_say_what_the_variant_needs_on_cpu_and_why_it
     assert _row(headers, rows, "fsdp2", "samples/s") == "not run"
     # On a GPU run: why its launch failed
     headers, rows = analyse([], failures, names, [WIDTH], cuda=True)
-    assert _row(headers, rows, "fsdp2-compiled", "samples/s") == "failed (compiled): timed out after 150 s (fsdp2.log)"
+    assert _row(headers, rows, "fsdp2-compiled", "samples/s") == "failed (compiled): timed out after 120 s (fsdp2.log)"
+    assert _row(headers, rows, "ddp", "samples/s") == "not run: the run's 330 s deadline had passed"
 
 
 # --- the decision table ------------------------------------------------------------------------------------------------
