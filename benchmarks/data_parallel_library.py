@@ -6,7 +6,8 @@
 
 Every variant trains the same RankingMLP (engine.build_model, the same initial weights) on the same synthetic queries
 (benchmarks.project_trainers.benchmark_session) with the same step (forward under bf16 autocast, listwise loss,
-backward, AdamW, the run's warm-up and cosine schedule: ranker.throughput.NativeHarness), and is timed by the same
+backward, AdamW, the run's warm-up and cosine schedule: ranker.throughput.NativeHarness; ZeRO's functional AdamW keeps
+a fixed learning rate, see `zero_overlap`), and is timed by the same
 protocol as benchmarks/gpu_scaling.py (warm-up, then the median of timed windows). Only the data parallelism differs:
 the project's hand-written path (FusedDataParallel, the sharded AdamW update beside the backward pass, NCCL symmetric
 windows) against DDP, DDP with a comm hook, ZeroRedundancyOptimizer overlapped with DDP and FSDP2.
@@ -280,7 +281,7 @@ def measure(variant: Variant, mode: str, width: int, args: argparse.Namespace, t
     loss_sum = harness.run(windows.total_steps, on_step=windows.step_done)
     elapsed = time.perf_counter() - started
     result = summarise(variant.name, width, args.features, args.batch_size, windows)
-    optimizer = getattr(harness.optimizer, "zero", harness.optimizer)
+    optimizer = getattr(harness.optimizer, "zero", harness.optimizer)  # the ZeRO behind an UpdateInCommHook
     return {**dataclasses.asdict(result), "mode": mode, "setup_seconds": elapsed - sum(windows.window_seconds),
             "mean_loss": float(loss_sum) / windows.total_steps, "ranks_agree": ranks_agree(harness.model),
             "wrapper": type(harness.model).__name__, "optimizer": type(optimizer).__name__}
