@@ -53,8 +53,10 @@ def shown(value: Any) -> str:
 
 
 def member(where: str, key: str) -> str:
-    """`where.key` for an error, a long key cut (its length is reported on its own)."""
-    return f"{where}.{key if len(key) <= 40 else key[:40] + '...'}"
+    """`where.key` for a one-line error: unprintable characters escaped, a long key cut (its length is reported on
+    its own)."""
+    name = key if key.isprintable() else repr(key)[1:-1]
+    return f"{where}.{name if len(name) <= 40 else name[:40] + '...'}"
 
 
 def _tag_text_errors(text: str, where: str, role: str, limit: int) -> list[str]:
@@ -155,16 +157,16 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
-def s3_key_errors(key: str, where: str) -> list[str]:
+def _s3_key_errors(uri: str, key: str, where: str) -> list[str]:
     """A normalised key: no empty, '.' or '..' segment (a trailing '/' ends a prefix), only sensible characters."""
     errors = []
     segments = key.removesuffix("/").split("/")
     if any(segment in ("", ".", "..") for segment in segments):
-        errors.append(f"{where}={shown(key)} has an empty, '.' or '..' path segment (or '//'): write the key as "
+        errors.append(f"{where}={shown(uri)} has an empty, '.' or '..' path segment (or '//'): write the key as "
                       f"S3 stores it, e.g. 'datasets/<name>/<version>/train/'")
     bad = sorted({char for char in key if not (char.isalnum() or char in S3_KEY_SYMBOLS or char == "/")})
     if bad:
-        errors.append(f"{where}={shown(key)} holds {bad}, which S3 advises against and no dataset uses: rename the "
+        errors.append(f"{where}={shown(uri)} holds {bad}, which S3 advises against and no dataset uses: rename the "
                       f"folder with {S3_KEY_CHARACTERS_HINT}")
     return errors
 
@@ -183,7 +185,7 @@ def data_location_errors(uri: str, where: str, *, data_bucket: str, dataset_pref
         allowed = [data_bucket, *extra_buckets]
         return [f"{where}={shown(uri)} is in bucket {bucket!r}, which training jobs may not read: use one of "
                 f"{allowed}, or add the bucket to extra_data_buckets in the pipeline configuration"]
-    return s3_key_errors(key, where) if key else []
+    return _s3_key_errors(uri, key, where) if key else []
 
 
 def service_limit_errors(request: Mapping[str, Any], *, skip: Collection[str] = ()) -> list[str]:
