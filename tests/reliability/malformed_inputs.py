@@ -111,8 +111,9 @@ bad_tags = st.one_of(
 unknown_instance_types = st.from_regex(r"ml\.[a-z][a-z0-9]{0,4}\.[a-z0-9]{1,9}", fullmatch=True).filter(
     lambda name: name not in known_instance_types())
 
-manual_payloads = st.one_of(
-    # Cost ceilings, where channels may point, AWS's tag rules, SageMaker's instance types and names.
+# Payloads past the shape checks that AWS, IAM or the budget would refuse later: cost ceilings, where channels may
+# point, AWS's tag rules, SageMaker's instance types and names.
+guarded_payloads = st.one_of(
     _one_bad_field("instance_count", st.integers(MAX_INSTANCE_COUNT + 1, 10**9)),
     _one_bad_field("max_runtime", st.integers(MAX_RUNTIME_CEILING + 1, 10**9)),
     _one_bad_field("instance_type", unknown_instance_types),
@@ -132,6 +133,9 @@ manual_payloads = st.one_of(
     st.builds(lambda bucket, head, char: Malformed({"channels": {"train": f"s3://{bucket}/datasets/{head}{char}/"}},
                                                    "channels.train="),
               st.sampled_from(READABLE_BUCKETS), key_segments, odd_key_characters),
+)
+
+manual_payloads = st.one_of(
     _one_bad_field("dataset", non_strings.filter(lambda value: value is not None)),
     _one_bad_field("dataset", st.sampled_from(["..", ".", "a/b", "web search/2026-11-01", "x\x00y", "tab\there"])),
     _one_bad_field("dataset", st.integers(S3_KEY_LIMIT + 1, 3000).map(lambda length: "d" * length)),

@@ -38,7 +38,6 @@ CHANNEL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9.\-_]+$")
 # S3 (`S3Uri` is at most 1024 characters) and instance type names.
 MAX_S3_URI_LENGTH = 1024
 INSTANCE_TYPE_PATTERN = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
-BUCKET_NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 # S3's "safe" key characters and those it lists as needing special handling but working in every SDK; the rest
 # (`\ { } ^ % ` [ ] " < > ~ # |`, control characters) S3's own guide says to avoid, and none is ever meant.
 S3_KEY_SYMBOLS = " !-_.*'()&$@=;:+,"
@@ -151,7 +150,7 @@ def ceiling_errors(value: Any, where: str, *, ceiling: int, setting: str) -> lis
     return []
 
 
-def split_s3_uri(uri: str) -> tuple[str, str]:
+def _split_s3_uri(uri: str) -> tuple[str, str]:
     """(bucket, key) of `s3://bucket/key`."""
     bucket, _, key = uri.removeprefix("s3://").partition("/")
     return bucket, key
@@ -176,7 +175,7 @@ def data_location_errors(uri: str, where: str, *, data_bucket: str, dataset_pref
     """A channel must lie where the training role may read: the data bucket's dataset prefix, or an extra bucket."""
     if len(uri) > MAX_S3_URI_LENGTH:
         return [f"{where}={shown(uri)} is {len(uri)} characters, over SageMaker's {MAX_S3_URI_LENGTH}: shorten it"]
-    bucket, key = split_s3_uri(uri)
+    bucket, key = _split_s3_uri(uri)
     if bucket == data_bucket:
         if not key.startswith(dataset_prefix):
             return [f"{where}={shown(uri)} lies outside {dataset_prefix!r}, the only part of the data bucket training "

@@ -1,7 +1,8 @@
 """Checks a CreateTrainingJob request before any money is spent.
 
-Two layers: botocore's own service model (required fields, types, minimum lengths, as the API would), then the
-rules the API checks only after a job is queued, or never, each message naming the field and the fix.
+Three layers: botocore's own service model (required fields, types, minimum lengths, as the API would), the limits
+the same model documents but botocore leaves to the service (lengths, patterns, enums, maxima: `limits.py`), then
+the rules the API checks only after a job is queued, or never, each message naming the field and the fix.
 """
 
 from __future__ import annotations
