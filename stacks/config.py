@@ -23,6 +23,7 @@ LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 
                        3288, 3653)
 # The AWS DLCs stopped shipping SMDDP (pytorchddp / smdistributed) after PyTorch 2.2.0.
 _LAST_SMDDP_FRAMEWORK = (2, 2, 0)
+_BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _ACCELERATED_FAMILY = re.compile(r"^ml\.(p\d|g\d|trn\d|inf\d)")
 
 
@@ -57,6 +58,11 @@ class PipelineConfig(BaseModel):
                                description="default SageMaker instance type; `torch_distributed` needs a GPU or "
                                            "Trainium type and starts one process per GPU")
     instance_count: int = Field(ge=1, le=100, description="default number of training instances")
+    max_instance_count: int = Field(
+        default=4, ge=1, le=100,
+        description="cost ceiling: the most instances one training job may ask for (the default instance_count, a "
+                    "dataset's manifest.json or a manual payload); a request above it is refused before any job "
+                    "starts")
     framework_version: str = Field(pattern=r"^\d+\.\d+(\.\d+)?$",
                                    description="PyTorch version of the AWS DLC the jobs run in")
     python_version: str = Field(pattern=r"^py3\d{1,2}$", description="Python version tag of the DLC, e.g. `py310`")
@@ -73,6 +79,10 @@ class PipelineConfig(BaseModel):
     volume_size_gb: int = Field(ge=1, le=16384, description="training volume size per instance, in GB")
     max_runtime_seconds: int = Field(ge=60, le=_MAX_JOB_SECONDS,
                                      description="stopping condition: the longest a job may train, in seconds")
+    max_runtime_ceiling_seconds: int = Field(
+        default=3 * 24 * 3600, ge=60, le=_MAX_JOB_SECONDS,
+        description="cost ceiling: the longest max_runtime (seconds) a manifest.json or manual payload may ask for; "
+                    "max_runtime_seconds must not exceed it")
     use_spot: bool = Field(description="managed spot training (jobs resume from their checkpoints)")
     max_wait_seconds: int = Field(ge=0, le=_MAX_JOB_SECONDS,
                                   description="with spot, the longest a job may wait and train in all: at least "
@@ -82,6 +92,11 @@ class PipelineConfig(BaseModel):
     job_retry_attempts: int = Field(ge=0, le=30,
                                     description="SageMaker `RetryStrategy` attempts after an internal failure "
                                                 "(0: none)")
+    extra_data_buckets: tuple[str, ...] = Field(
+        default=(),
+        description="names of existing S3 buckets, besides the project's data bucket, that channels of a manual "
+                    "payload may point into; training jobs get read access to them (and nothing else); a bucket "
+                    "encrypted with a customer KMS key must also let the training role decrypt")
     subnet_ids: tuple[str, ...] = Field(default=(), description="VPC subnets for the jobs, with "
                                                                 "`security_group_ids` (empty: no VPC)")
     security_group_ids: tuple[str, ...] = Field(default=(), description="VPC security groups for the jobs, with "
@@ -120,7 +135,7 @@ class PipelineConfig(BaseModel):
     def _split_marker_names(cls, value: Any) -> Any:
         return _split_csv(value)
 
-    @field_validator("subnet_ids", "security_group_ids", mode="before")
+    @field_validator("subnet_ids", "security_group_ids", "extra_data_buckets", mode="before")
     @classmethod
     def _split_ids(cls, value: Any) -> Any:
         return _split_csv(value)
@@ -149,6 +164,15 @@ class PipelineConfig(BaseModel):
     def _security_group_ids(cls, ids: tuple[str, ...]) -> tuple[str, ...]:
         return _ids_with_prefix(ids, "sg-")
 
+    @field_validator("extra_data_buckets")
+    @classmethod
+    def _bucket_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for name in names:
+            if not _BUCKET_NAME.fullmatch(name) or ".." in name:
+                raise ValueError(f"{name!r} is not an S3 bucket name (3-63 lowercase letters, digits, '.' and '-', "
+                                 f"starting and ending with a letter or digit): give the bare name, without s3://")
+        return names
+
     @field_validator("default_hyperparameters")
     @classmethod
     def _no_reserved_hyperparameters(cls, hyperparameters: dict[str, Any]) -> dict[str, Any]:
@@ -170,6 +194,11 @@ class PipelineConfig(BaseModel):
                  self.max_wait_seconds, f"with use_spot, at least max_runtime_seconds ({self.max_runtime_seconds})")
         _require(not (self.use_spot and self.keep_alive_seconds), "keep_alive_seconds", self.keep_alive_seconds,
                  "0 with use_spot: SageMaker warm pools do not work with managed spot training")
+        _require(self.instance_count <= self.max_instance_count, "instance_count", self.instance_count,
+                 f"at most max_instance_count ({self.max_instance_count}), the pipeline's cost ceiling; or raise it")
+        _require(self.max_runtime_seconds <= self.max_runtime_ceiling_seconds, "max_runtime_seconds",
+                 self.max_runtime_seconds, f"at most max_runtime_ceiling_seconds ({self.max_runtime_ceiling_seconds}), "
+                 f"the pipeline's cost ceiling; or raise it")
         _require(bool(self.subnet_ids) == bool(self.security_group_ids), "subnet_ids/security_group_ids",
                  f"{list(self.subnet_ids)}/{list(self.security_group_ids)}", "both set (VPC) or both empty (no VPC)")
         _require(self.image_source != "custom" or self.custom_image_tag is not None, "custom_image_tag",

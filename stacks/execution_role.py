@@ -24,7 +24,8 @@ class SageMakerExecutionRole(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, data_bucket: s3.IBucket, dataset_prefix: str,
                  artifacts_bucket: s3.IBucket, repository: ecr.IRepository, dlc_image: DlcImage | None,
-                 key: kms.IKey | None, subnet_ids: tuple[str, ...], security_group_ids: tuple[str, ...]) -> None:
+                 key: kms.IKey | None, subnet_ids: tuple[str, ...], security_group_ids: tuple[str, ...],
+                 extra_data_buckets: tuple[str, ...] = ()) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
@@ -33,6 +34,12 @@ class SageMakerExecutionRole(Construct):
         artifact_objects = [artifacts_bucket.arn_for_objects(f"{prefix}*")
                             for prefix in (MODEL_PREFIX, CHECKPOINT_PREFIX)]
         data_bucket.grant_read(self.role, f"{dataset_prefix}*")
+        # Buckets outside the project that manual payloads may name as channels: read-only, whole bucket.
+        extra_objects = []
+        for index, name in enumerate(extra_data_buckets):
+            extra_bucket = s3.Bucket.from_bucket_name(self, f"ExtraDataBucket{index}", name)
+            extra_bucket.grant_read(self.role)
+            extra_objects.append(extra_bucket.arn_for_objects("*"))
         for prefix in (MODEL_PREFIX, CHECKPOINT_PREFIX):
             artifacts_bucket.grant_read_write(self.role, f"{prefix}*")
         repository.grant_pull(self.role)  # includes ecr:GetAuthorizationToken, which has no resource scope
@@ -63,14 +70,15 @@ class SageMakerExecutionRole(Construct):
         acknowledge_wildcards(
             self.role,
             reason="Object wildcards stay inside this project's buckets and prefixes (datasets/ read-only; models/ "
-                   "and checkpoints/ read-write, as SageMaker writes one key per file); the s3 and kms action "
+                   "and checkpoints/ read-write, as SageMaker writes one key per file) and the extra data buckets "
+                   "the configuration names (read-only); the s3 and kms action "
                    "wildcards are CDK's read/write grant sets on those objects and the project key; log streams "
                    "are one per job under /aws/sagemaker/TrainingJobs; '*' is only for ecr:GetAuthorizationToken, "
                    "cloudwatch:PutMetricData (limited to SageMaker namespaces) and EC2 Describe calls, which "
                    "AWS does not scope to resources.",
             actions=["s3:GetObject*", "s3:GetBucket*", "s3:List*", "s3:DeleteObject*", "s3:Abort*",
                      *(["kms:GenerateDataKey*", "kms:ReEncrypt*"] if key is not None else [])],
-            resources=[data_objects, *artifact_objects, f"{training_logs}:log-stream:*", "*",
+            resources=[data_objects, *extra_objects, *artifact_objects, f"{training_logs}:log-stream:*", "*",
                        *([f"arn:{stack.partition}:ec2:{stack.region}:{stack.account}:network-interface/*"]
                          if subnet_ids else [])],
         )

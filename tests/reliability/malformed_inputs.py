@@ -16,12 +16,25 @@ from urllib.parse import quote_plus
 from hypothesis import strategies as st
 
 from training_trigger.events import CHANNEL_NAMES, MANUAL_FIELDS
+from training_trigger.limits import (
+    JAVA_LINE_TERMINATORS,
+    MAX_TAG_KEY_LENGTH,
+    MAX_TAG_VALUE_LENGTH,
+    MAX_TAGS,
+    S3_KEY_SYMBOLS,
+    is_tag_character,
+    known_instance_types,
+)
+from training_trigger.overrides import TRIGGER_TAG_KEYS
 from training_trigger.settings import DISTRIBUTIONS, ENTRY_POINTS
 from reliability.local_dataset import DATA_BUCKET, DATASET, MANIFEST_DATASET, MANIFEST_KEY, VERSION
-from trigger.sample_inputs import load_event
+from trigger.sample_inputs import load_event, stack_environ
 
 GOOD_URI = f"s3://{DATA_BUCKET}/datasets/{DATASET}/{VERSION}/train/"
 S3_KEY_LIMIT = 1024  # bytes of UTF-8
+STACK = stack_environ()
+MAX_INSTANCE_COUNT, MAX_RUNTIME_CEILING = int(STACK["MAX_INSTANCE_COUNT"]), int(STACK["MAX_RUNTIME_CEILING_SECONDS"])
+READABLE_BUCKETS = (DATA_BUCKET, *STACK["EXTRA_DATA_BUCKETS"].split(","))
 
 
 @dataclass(frozen=True)
@@ -45,6 +58,11 @@ non_objects = json_values.filter(lambda value: not isinstance(value, dict))
 not_positive_integers = st.one_of(st.integers(max_value=0), st.booleans(), st.floats(allow_nan=False),
                                   st.text(max_size=6), st.lists(st.integers(), max_size=2))
 unicode_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=40)
+# Text AWS accepts as a tag value (dataset and version names become tags), and text with a character it refuses.
+tag_text = unicode_text.filter(lambda text: all(map(is_tag_character, text)) and not text.lower().startswith("aws:"))
+untaggable_text = st.builds(lambda head, bad, tail: head + bad + tail, tag_text | st.just(""),
+                            st.characters(codec="utf-8", exclude_categories=("Cs",)).filter(
+                                lambda char: not is_tag_character(char) and char != "/"), tag_text | st.just(""))
 
 
 def _manual(**changes: Any) -> dict[str, Any]:
@@ -68,6 +86,53 @@ bad_job_names = st.one_of(
     unicode_text.filter(lambda text: any(not (char.isascii() and (char.isalnum() or char == "-")) for char in text))
     .map(lambda name: "ranker-" + name),
     st.integers(64, 200).map(lambda length: "ranker-" + "a" * length),
+)
+
+bucket_names = st.from_regex(r"[a-z0-9][a-z0-9-]{1,30}[a-z0-9]", fullmatch=True).filter(
+    lambda name: name not in READABLE_BUCKETS)
+key_segments = st.text(st.sampled_from("abcxyz019-_"), min_size=1, max_size=8)
+# A key with one path trick: an empty, '.' or '..' segment somewhere in an otherwise good dataset key.
+tricked_keys = st.builds(lambda head, trick, tail: "/".join(["datasets", *head, trick, *tail]) + "/",
+                         st.lists(key_segments, max_size=2), st.sampled_from(["", ".", ".."]),
+                         st.lists(key_segments, min_size=1, max_size=2))
+odd_key_characters = st.characters(codec="utf-8", exclude_categories=("Cs",)).filter(
+    lambda char: not (char.isalnum() or char in S3_KEY_SYMBOLS or char == "/"))
+reserved_prefixes = st.sampled_from(["aws:", "AWS:", "Aws:", "aWs:"])
+bad_tags = st.one_of(
+    st.builds(lambda prefix, rest, value: {prefix + rest: value}, reserved_prefixes, tag_text, tag_text),
+    st.builds(lambda key, prefix, rest: {key: prefix + rest}, tag_text, reserved_prefixes, tag_text),
+    st.integers(MAX_TAG_KEY_LENGTH + 1, 400).map(lambda length: {"k" * length: "v"}),
+    st.integers(MAX_TAG_VALUE_LENGTH + 1, 600).map(lambda length: {"team": "v" * length}),
+    untaggable_text.map(lambda key: {key: "v"}),
+    untaggable_text.map(lambda value: {"team": value}),
+    st.sampled_from(TRIGGER_TAG_KEYS).map(lambda key: {key: "mine"}),
+    st.integers(MAX_TAGS - len(TRIGGER_TAG_KEYS) + 1, 120).map(lambda count: {f"t{i}": "v" for i in range(count)}),
+)
+unknown_instance_types = st.from_regex(r"ml\.[a-z][a-z0-9]{0,4}\.[a-z0-9]{1,9}", fullmatch=True).filter(
+    lambda name: name not in known_instance_types())
+
+# Payloads past the shape checks that AWS, IAM or the budget would refuse later: cost ceilings, where channels may
+# point, AWS's tag rules, SageMaker's instance types and names.
+guarded_payloads = st.one_of(
+    _one_bad_field("instance_count", st.integers(MAX_INSTANCE_COUNT + 1, 10**9)),
+    _one_bad_field("max_runtime", st.integers(MAX_RUNTIME_CEILING + 1, 10**9)),
+    _one_bad_field("instance_type", unknown_instance_types),
+    bad_tags.map(lambda tags: Malformed(_manual(tags=tags), "payload.tags")),
+    st.builds(lambda head, breaker, tail: Malformed(_manual(hyperparameters={head + breaker + tail: 1}),
+                                                    "payload.hyperparameters"),
+              st.text(max_size=5), st.sampled_from(JAVA_LINE_TERMINATORS), st.text(max_size=5)),
+    untaggable_text.filter(lambda name: len(name.encode()) <= S3_KEY_LIMIT and name not in (".", "..")).map(
+        lambda name: Malformed({"dataset": name}, "dataset")),
+    st.builds(lambda bucket, key: Malformed({"channels": {"train": f"s3://{bucket}/{key}"}}, "channels.train="),
+              bucket_names, st.lists(key_segments, max_size=3).map("/".join)),
+    st.builds(lambda prefix, key: Malformed({"channels": {"train": f"s3://{DATA_BUCKET}/{prefix}/{key}"}},
+                                            "channels.train="),
+              key_segments.filter(lambda segment: segment != "datasets"), st.lists(key_segments, max_size=3).map("/".join)),
+    st.builds(lambda bucket, key: Malformed({"channels": {"train": f"s3://{bucket}/{key}"}}, "channels.train="),
+              st.sampled_from(READABLE_BUCKETS), tricked_keys),
+    st.builds(lambda bucket, head, char: Malformed({"channels": {"train": f"s3://{bucket}/datasets/{head}{char}/"}},
+                                                   "channels.train="),
+              st.sampled_from(READABLE_BUCKETS), key_segments, odd_key_characters),
 )
 
 manual_payloads = st.one_of(
@@ -106,8 +171,7 @@ manual_payloads = st.one_of(
     st.just(Malformed({"version": VERSION, "channels": {"train": GOOD_URI}}, "version=")),
     st.just(Malformed({"dataset": DATASET, "channels": {"train": GOOD_URI}}, "exactly one of dataset")),
     st.just(Malformed({}, "exactly one of dataset")),
-    unicode_text.filter(lambda name: "/" not in name and name not in (DATASET, MANIFEST_DATASET, ".", "..")
-                        and not any(char < " " for char in name)).map(
+    tag_text.filter(lambda name: "/" not in name and name not in (DATASET, MANIFEST_DATASET, ".", "..")).map(
         lambda name: Malformed({"dataset": name}, "has no complete version")),
 )
 
@@ -177,8 +241,11 @@ s3_events = st.one_of(
     unicode_text.filter(lambda name: name != DATA_BUCKET).map(
         lambda bucket: Malformed(_eventbridge(f"datasets/{DATASET}/{VERSION}/_SUCCESS", bucket=bucket), bucket)),
     # A marker of a version that does not exist: rejected, naming the dataset.
-    unicode_text.filter(lambda name: "/" not in name and name not in (DATASET, MANIFEST_DATASET)).map(
+    tag_text.filter(lambda name: "/" not in name and name not in (DATASET, MANIFEST_DATASET, ".", "..")).map(
         lambda name: Malformed(_eventbridge(f"datasets/{name}/{VERSION}/_SUCCESS"), "has no marker")),
+    # A marker under a folder name that AWS tags cannot carry (the job is tagged with it): refused, naming the key.
+    untaggable_text.filter(lambda name: "/" not in name).map(
+        lambda name: Malformed(_eventbridge(f"datasets/{name}/{VERSION}/_SUCCESS"), "detail.object.key")),
     # Keys longer than S3 allows cannot name a stored object.
     st.integers(S3_KEY_LIMIT - 20, 3000).map(
         lambda length: Malformed(_eventbridge(f"datasets/{'é' * length}/{VERSION}/_SUCCESS"), "detail.object.key")),
@@ -215,4 +282,11 @@ manifests = st.one_of(
                                       f"{TRAINING}.distribution")),
     reserved_keys.map(lambda key: _manifest_event(
         json.dumps({"training": {"hyperparameters": {key: 1}}}).encode(), f"{TRAINING}.hyperparameters.{key}")),
+    st.integers(MAX_INSTANCE_COUNT + 1, 10**9).map(lambda count: _manifest_event(
+        json.dumps({"training": {"instance_count": count}}).encode(), f"{TRAINING}.instance_count={count} exceeds")),
+    st.integers(MAX_RUNTIME_CEILING + 1, 10**9).map(lambda seconds: _manifest_event(
+        json.dumps({"training": {"max_runtime": seconds}}).encode(), f"{TRAINING}.max_runtime={seconds} exceeds")),
+    bad_tags.map(lambda tags: _manifest_event(json.dumps({"training": {"tags": tags}}).encode(), f"{TRAINING}.tags")),
+    unknown_instance_types.map(lambda name: _manifest_event(
+        json.dumps({"training": {"instance_type": name}}).encode(), f"{TRAINING}.instance_type")),
 )

@@ -22,6 +22,7 @@ from reliability.lambda_async import LambdaContext
 from reliability.local_dataset import DATA_BUCKET, MANIFEST_KEY
 from reliability.malformed_inputs import (
     Malformed,
+    guarded_payloads,
     manifests,
     manual_payloads,
     not_objects,
@@ -86,6 +87,12 @@ def check(create_calls: list[dict[str, Any]], moto: MotoEndpoint, account: str) 
 @settings(EXAMPLES, max_examples=150)
 @given(malformed=manual_payloads)
 def test_malformed_manual_payloads_are_rejected_naming_the_field(check, malformed):
+    check(malformed)
+
+
+@settings(EXAMPLES, max_examples=100)
+@given(malformed=guarded_payloads)
+def test_payloads_aws_or_the_budget_would_refuse_are_rejected_before_any_call(check, malformed):
     check(malformed)
 
 

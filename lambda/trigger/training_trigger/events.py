@@ -17,6 +17,7 @@ from urllib.parse import unquote_plus
 from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, S3Event, S3EventBridgeNotificationEvent
 
 from training_trigger.errors import InvalidInput
+from training_trigger.limits import data_location_errors, shown, tag_value_errors
 from training_trigger.overrides import OVERRIDE_FIELDS, JobOverrides, parse_overrides
 from training_trigger.settings import Settings
 
@@ -27,7 +28,6 @@ _PATH_SEGMENT = re.compile(r"^(?!\.\.?$)[^/\x00-\x1f]+$")
 S3_KEY_LIMIT_BYTES = 1024  # S3 stores no longer key, so no longer name can point at data
 # s3://<bucket>/<prefix>: bucket names are 3-63 lowercase letters, digits, dots and hyphens.
 _S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")
-_SHOWN_CHARACTERS = 60  # how much of a bad value an error message repeats
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def parse_event(event: Mapping[str, Any], settings: Settings) -> list[TriggerReq
     or a bad manual payload.
     """
     if not isinstance(event, Mapping):
-        raise InvalidInput([f"event={_shown(event)} is a {type(event).__name__}, not a JSON object: send an S3 or "
+        raise InvalidInput([f"event={shown(event)} is a {type(event).__name__}, not a JSON object: send an S3 or "
                             f"EventBridge event, or a manual payload such as {{\"dataset\": \"<name>\"}}"])
     if "Records" in event:
         return _from_s3_notification(event, settings)
@@ -78,13 +78,13 @@ def parse_event(event: Mapping[str, Any], settings: Settings) -> list[TriggerReq
         return [TriggerRequest(source="schedule")]
     if "detail-type" in event:
         return Ignored(f"EventBridge event {event.get('source')}/{event.get('detail-type')} is not a trigger")
-    return [_from_manual_payload(event)]
+    return [_from_manual_payload(event, settings)]
 
 
 def _from_s3_notification(event: Mapping[str, Any], settings: Settings) -> list[TriggerRequest] | Ignored:
     records = event["Records"]
     if not isinstance(records, list) or not records:
-        raise InvalidInput([f"Records={_shown(records)} is not a non-empty list of S3 records: send the notification "
+        raise InvalidInput([f"Records={shown(records)} is not a non-empty list of S3 records: send the notification "
                             f"S3 sends"])
     _require_texts(event, [("Records", index, name) for index in range(len(records))
                            for name in ("eventSource", "eventName")])
@@ -119,21 +119,16 @@ def _require_texts(event: Mapping[str, Any], paths: list[tuple[str | int, ...]])
                 value = value.get(part) if isinstance(value, Mapping) else None
         if not (isinstance(value, str) and value):
             name = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path).lstrip(".")
-            errors.append(f"{name}={_shown(value)} is not a non-empty string, which every S3 event carries: send "
+            errors.append(f"{name}={shown(value)} is not a non-empty string, which every S3 event carries: send "
                           f"the event S3 sends, or a manual payload")
     if errors:
         raise InvalidInput(errors)
 
 
-def _shown(value: Any) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= _SHOWN_CHARACTERS else f"{shown[:_SHOWN_CHARACTERS]}...({len(shown)} characters)"
-
-
 def _marker_request(source: str, bucket: str, key: str, etag: str, settings: Settings, *,
                     key_field: str) -> TriggerRequest | Ignored:
     if len(key.encode()) > S3_KEY_LIMIT_BYTES:
-        raise InvalidInput([f"{key_field}={_shown(key)} is {len(key.encode())} bytes, over S3's "
+        raise InvalidInput([f"{key_field}={shown(key)} is {len(key.encode())} bytes, over S3's "
                             f"{S3_KEY_LIMIT_BYTES}-byte key limit, so no stored object has it: send S3's own event"])
     if bucket != settings.data_bucket:
         return Ignored(f"s3://{bucket}/{key} is not in the data bucket {settings.data_bucket}")
@@ -143,21 +138,28 @@ def _marker_request(source: str, bucket: str, key: str, etag: str, settings: Set
     if len(parts) != 3 or parts[2] not in settings.marker_names or not all(parts[:2]):
         return Ignored(f"s3://{bucket}/{key} is not a marker {list(settings.marker_names)} at "
                        f"{settings.dataset_prefix}<name>/<version>/")
+    # The dataset, version and ETag become the job's provenance tags, which AWS's tagging rules bound.
+    errors = [error for part, value in (("dataset", parts[0]), ("version", parts[1]), ("ETag", etag.strip('"')))
+              for error in tag_value_errors(value, f"{key_field} ({part}, tagged on the job)")]
+    if errors:
+        raise InvalidInput(errors)
     return TriggerRequest(source=source, dataset=parts[0], version=parts[1], marker_key=key,
                           marker_etag=etag.strip('"'))
 
 
-def _from_manual_payload(payload: Mapping[str, Any]) -> TriggerRequest:
+def _from_manual_payload(payload: Mapping[str, Any], settings: Settings) -> TriggerRequest:
     errors = [f"{name} is not a payload field: use one of {list(MANUAL_FIELDS)}"
               for name in payload if name not in MANUAL_FIELDS]
     dataset, version, channels = payload.get("dataset"), payload.get("version"), payload.get("channels", {})
     for name, value in (("dataset", dataset), ("version", version)):
         if value is not None and not (isinstance(value, str) and _PATH_SEGMENT.match(value)):
-            errors.append(f"{name}={_shown(value)} is not a dataset path segment: give the folder name under the "
+            errors.append(f"{name}={shown(value)} is not a dataset path segment: give the folder name under the "
                           f"dataset prefix, without '/'")
         elif isinstance(value, str) and len(value.encode()) > S3_KEY_LIMIT_BYTES:
-            errors.append(f"{name}={_shown(value)} is {len(value.encode())} bytes, over S3's {S3_KEY_LIMIT_BYTES}-byte "
+            errors.append(f"{name}={shown(value)} is {len(value.encode())} bytes, over S3's {S3_KEY_LIMIT_BYTES}-byte "
                           f"key limit, so no dataset can live there: give the folder name under the dataset prefix")
+        elif isinstance(value, str):
+            errors += tag_value_errors(value, f"{name} (tagged on the job)")
     if not isinstance(channels, Mapping):
         errors.append(f"channels={channels!r} is not an object: e.g. {{\"train\": \"s3://bucket/prefix/\"}}")
         channels = {}
@@ -165,8 +167,12 @@ def _from_manual_payload(payload: Mapping[str, Any]) -> TriggerRequest:
         if name not in CHANNEL_NAMES:
             errors.append(f"channels.{name} is not a channel the scripts read: use {list(CHANNEL_NAMES)}")
         if not (isinstance(uri, str) and _S3_URI.match(uri)):
-            errors.append(f"channels.{name}={_shown(uri)} is not an S3 URI: use s3://bucket/prefix/ (a bucket name is "
+            errors.append(f"channels.{name}={shown(uri)} is not an S3 URI: use s3://bucket/prefix/ (a bucket name is "
                           f"3-63 lowercase letters, digits, dots and hyphens)")
+        else:
+            errors += data_location_errors(uri, f"channels.{name}", data_bucket=settings.data_bucket,
+                                           dataset_prefix=settings.dataset_prefix,
+                                           extra_buckets=settings.extra_data_buckets)
     if bool(dataset) == bool(channels):
         errors.append("give exactly one of dataset (train on a dataset version) or channels (explicit S3 URIs)")
     if version is not None and not dataset:
@@ -177,7 +183,7 @@ def _from_manual_payload(payload: Mapping[str, Any]) -> TriggerRequest:
     if not isinstance(dry_run, bool):
         errors.append(f"dry_run={dry_run!r} is not true or false: use a JSON boolean")
     try:
-        overrides = parse_overrides(payload, where="payload")
+        overrides = parse_overrides(payload, where="payload", settings=settings)
     except InvalidInput as invalid:
         errors += invalid.errors
     if errors:

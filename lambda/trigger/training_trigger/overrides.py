@@ -10,11 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from training_trigger.errors import InvalidInput
-from training_trigger.settings import DISTRIBUTIONS, ENTRY_POINTS
+from training_trigger.limits import ceiling_errors, hyperparameter_key_errors, instance_type_errors, tag_errors
+from training_trigger.settings import DISTRIBUTIONS, ENTRY_POINTS, Settings
 
 HyperparameterValue = str | int | float | bool
 RESERVED_HYPERPARAMETER_PREFIX = "sagemaker_"
 
+# The tags the trigger adds to every job it starts (provenance), which overrides may neither repeat nor crowd out.
+TRIGGER_TAG_KEYS = ("trigger-source", "dataset", "dataset-version", "marker-etag")
 OVERRIDE_FIELDS = ("entry_point", "distribution", "instance_type", "instance_count", "hyperparameters", "spot",
                    "max_runtime", "tags")
 
@@ -60,11 +63,13 @@ class JobOverrides:
 
 
 def check_hyperparameters(value: Any, where: str) -> list[str]:
-    """Errors for a hyperparameter mapping: scalar values only, and no product-owned `sagemaker_*` keys."""
+    """Errors for a hyperparameter mapping: names SageMaker accepts, scalar values only, and no product-owned
+    `sagemaker_*` keys."""
     if not isinstance(value, Mapping):
         return [f"{where}={value!r} is not an object: give hyperparameters as {{\"epochs\": 10}}"]
     errors = []
     for key, item in value.items():
+        errors += hyperparameter_key_errors(key, where)
         if key.startswith(RESERVED_HYPERPARAMETER_PREFIX):
             errors.append(f"{where}.{key} is set by the trigger itself and may not be overridden: remove it "
                           f"(use the entry_point / distribution fields instead)")
@@ -74,8 +79,9 @@ def check_hyperparameters(value: Any, where: str) -> list[str]:
     return errors
 
 
-def parse_overrides(payload: Mapping[str, Any], where: str) -> JobOverrides:
+def parse_overrides(payload: Mapping[str, Any], where: str, settings: Settings) -> JobOverrides:
     """Overrides from the fields of `payload` named in OVERRIDE_FIELDS; `where` prefixes field names in errors.
+    `settings` holds the pipeline's cost ceilings.
 
     Raises InvalidInput listing every bad field.
     """
@@ -102,14 +108,19 @@ def parse_overrides(payload: Mapping[str, Any], where: str) -> JobOverrides:
         return value
 
     instance_type = payload.get("instance_type")
-    if instance_type is not None and not (isinstance(instance_type, str) and instance_type.startswith("ml.")):
-        errors.append(f"{where}.instance_type={instance_type!r} is not a SageMaker instance type: e.g. "
-                      f"'ml.g5.12xlarge'")
+    if instance_type is not None:
+        errors += instance_type_errors(instance_type, f"{where}.instance_type")
+    errors += ceiling_errors(payload.get("instance_count"), f"{where}.instance_count",
+                             ceiling=settings.max_instance_count, setting="max_instance_count")
+    errors += ceiling_errors(payload.get("max_runtime"), f"{where}.max_runtime",
+                             ceiling=settings.max_runtime_ceiling_seconds, setting="max_runtime_ceiling_seconds")
     hyperparameters = payload.get("hyperparameters", {})
     errors += check_hyperparameters(hyperparameters, f"{where}.hyperparameters")
     tags = payload.get("tags", {})
     if not isinstance(tags, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in tags.items()):
         errors.append(f"{where}.tags={tags!r} is not an object of strings: e.g. {{\"team\": \"search\"}}")
+    else:
+        errors += tag_errors(tags, f"{where}.tags", reserved_keys=TRIGGER_TAG_KEYS, others=len(TRIGGER_TAG_KEYS))
     overrides = JobOverrides(
         entry_point=choice("entry_point", ENTRY_POINTS),
         distribution=choice("distribution", DISTRIBUTIONS),

@@ -13,7 +13,14 @@ from training_trigger.datasets import DatasetVersion
 from training_trigger.errors import InvalidInput
 from training_trigger.events import TriggerRequest
 from training_trigger.job_names import dataset_job_name, job_name_errors, manual_job_name
-from training_trigger.overrides import HyperparameterValue, JobOverrides, check_hyperparameters, parse_overrides
+from training_trigger.limits import channel_name_errors
+from training_trigger.overrides import (
+    TRIGGER_TAG_KEYS,
+    HyperparameterValue,
+    JobOverrides,
+    check_hyperparameters,
+    parse_overrides,
+)
 from training_trigger.settings import Settings
 
 MANIFEST_OVERRIDES_KEY = "training"
@@ -54,10 +61,12 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
         hyperparameters=dict(settings.default_hyperparameters), spot=settings.use_spot,
         max_runtime=settings.max_runtime_seconds,
     )
-    overrides = defaults.then(_manifest_overrides(found, catalog)).then(request.overrides)
+    overrides = defaults.then(_manifest_overrides(found, catalog, settings)).then(request.overrides)
     errors = check_hyperparameters(overrides.hyperparameters, "hyperparameters")
     channels = dict(request.channels) or {name: catalog.uri(found.dataset, found.version, name)
                                           for name in found.channels}
+    if found is not None:
+        errors += channel_name_errors(found.channels, f"folders of {catalog.uri(found.dataset, found.version)}")
     job_name = _job_name(request, found, settings)
     errors += job_name_errors(job_name, settings.job_name_prefix)
     if errors:
@@ -91,7 +100,7 @@ def _dataset_version(request: TriggerRequest, catalog: Catalog) -> DatasetVersio
     return found
 
 
-def _manifest_overrides(found: DatasetVersion | None, catalog: Catalog) -> JobOverrides:
+def _manifest_overrides(found: DatasetVersion | None, catalog: Catalog, settings: Settings) -> JobOverrides:
     if found is None:
         return JobOverrides()
     training = catalog.manifest(found).get(MANIFEST_OVERRIDES_KEY, {})
@@ -102,7 +111,7 @@ def _manifest_overrides(found: DatasetVersion | None, catalog: Catalog) -> JobOv
     if unknown:
         raise InvalidInput([f"{where}.{name} is not an override: use one of "
                             f"{list(JobOverrides.__dataclass_fields__)}" for name in unknown])
-    return parse_overrides(training, where=where)
+    return parse_overrides(training, where=where, settings=settings)
 
 
 def _job_name(request: TriggerRequest, found: DatasetVersion | None, settings: Settings) -> str:
@@ -114,7 +123,5 @@ def _job_name(request: TriggerRequest, found: DatasetVersion | None, settings: S
 
 
 def _provenance_tags(request: TriggerRequest, found: DatasetVersion | None) -> dict[str, str]:
-    tags = {"trigger-source": request.source}
-    if found is not None:
-        tags |= {"dataset": found.dataset, "dataset-version": found.version, "marker-etag": found.marker_etag}
-    return tags
+    values = [request.source] + ([found.dataset, found.version, found.marker_etag] if found is not None else [])
+    return dict(zip(TRIGGER_TAG_KEYS, values))

@@ -1,7 +1,8 @@
 """Checks a CreateTrainingJob request before any money is spent.
 
-Two layers: botocore's own service model (required fields, types, minimum lengths, as the API would), then the
-rules the API checks only after a job is queued, or never, each message naming the field and the fix.
+Three layers: botocore's own service model (required fields, types, minimum lengths, as the API would), the limits
+the same model documents but botocore leaves to the service (lengths, patterns, enums, maxima: `limits.py`), then
+the rules the API checks only after a job is queued, or never, each message naming the field and the fix.
 """
 
 from __future__ import annotations
@@ -13,14 +14,18 @@ from botocore.validate import ParamValidator
 from training_trigger.aws_clients import sagemaker_client
 from training_trigger.instances import SMDDP_INSTANCE_TYPES, accelerators, is_gpu, is_p5, is_trainium
 from training_trigger.job_names import job_name_errors
+from training_trigger.limits import (
+    MAX_HYPERPARAMETER_VALUE_LENGTH,
+    MAX_HYPERPARAMETERS,
+    member,
+    service_limit_errors,
+    tag_errors,
+)
 from training_trigger.planning import TrainingJobSpec
 from training_trigger.settings import Settings
 
-# CreateTrainingJob limits the service model does not enforce client-side.
-MAX_HYPERPARAMETERS = 100
-MAX_HYPERPARAMETER_KEY_LENGTH = 256
-MAX_HYPERPARAMETER_VALUE_LENGTH = 2500
-MAX_TAGS = 50
+# Request members whose limits _naming_errors checks with the user's field names.
+_NAMED_MEMBERS = ("HyperParameters", "Tags")
 MAX_KEEP_ALIVE_SECONDS = 3600
 MAX_RETRY_ATTEMPTS = 30
 # The newest PyTorch whose AWS deep learning container still ships the SMDDP library.
@@ -29,8 +34,8 @@ REQUIRED_CHANNEL = "train"
 
 
 def preflight_errors(request: dict[str, Any], spec: TrainingJobSpec, settings: Settings) -> list[str]:
-    return (service_model_errors(request) + _naming_errors(request, settings) + _distribution_errors(spec, settings)
-            + _resource_errors(spec, settings))
+    return (service_model_errors(request) + service_limit_errors(request, skip=_NAMED_MEMBERS)
+            + _naming_errors(request, settings) + _distribution_errors(spec, settings) + _resource_errors(spec, settings))
 
 
 def service_model_errors(request: dict[str, Any]) -> list[str]:
@@ -49,14 +54,11 @@ def _naming_errors(request: dict[str, Any], settings: Settings) -> list[str]:
         errors.append(f"hyperparameters: {len(hyperparameters)} entries (with the trigger's own) exceed "
                       f"SageMaker's {MAX_HYPERPARAMETERS}: drop some")
     for key, value in hyperparameters.items():
-        if len(key) > MAX_HYPERPARAMETER_KEY_LENGTH:
-            errors.append(f"hyperparameters.{key[:40]}...: the name exceeds {MAX_HYPERPARAMETER_KEY_LENGTH} "
-                          f"characters: shorten it")
         if len(value) > MAX_HYPERPARAMETER_VALUE_LENGTH:
-            errors.append(f"hyperparameters.{key}: the encoded value is {len(value)} characters, over "
+            errors.append(f"{member('hyperparameters', key)}: the encoded value is {len(value)} characters, over "
                           f"{MAX_HYPERPARAMETER_VALUE_LENGTH}: pass large settings as a file in a channel")
-    if len(request["Tags"]) > MAX_TAGS:
-        errors.append(f"tags: {len(request['Tags'])} tags (with the trigger's own) exceed {MAX_TAGS}: drop some")
+    # With the trigger's own tags, whose values come from dataset folder names.
+    errors += tag_errors({tag["Key"]: tag["Value"] for tag in request["Tags"]}, "tags")
     channels = [channel["ChannelName"] for channel in request["InputDataConfig"]]
     if REQUIRED_CHANNEL not in channels:
         errors.append(f"channels: {channels} has no {REQUIRED_CHANNEL!r} channel, which the training scripts "

@@ -45,6 +45,9 @@ class Settings:
     default_distribution: str
     default_instance_type: str
     default_instance_count: int
+    max_instance_count: int  # cost ceiling: no job may ask for more instances
+    max_runtime_ceiling_seconds: int  # cost ceiling: no job may ask for a longer max_runtime
+    extra_data_buckets: tuple[str, ...]  # buckets besides data_bucket that training jobs may read channels from
     default_hyperparameters: Mapping[str, Any]
     input_mode: str
     volume_size_gb: int
@@ -129,6 +132,15 @@ def settings_from_environ(environ: Mapping[str, str]) -> Settings:
         read.errors.append(f"MAX_WAIT_SECONDS={max_wait_seconds} is below MAX_RUNTIME_SECONDS={max_runtime_seconds} "
                            f"with USE_SPOT=true: SageMaker requires the spot wait to cover the runtime; raise "
                            f"MAX_WAIT_SECONDS or set USE_SPOT=false")
+    default_instance_count = read.integer("DEFAULT_INSTANCE_COUNT", minimum=1)
+    max_instance_count = read.integer("MAX_INSTANCE_COUNT", minimum=1)
+    max_runtime_ceiling_seconds = read.integer("MAX_RUNTIME_CEILING_SECONDS", minimum=1)
+    for name, value, ceiling_name, ceiling in (
+            ("DEFAULT_INSTANCE_COUNT", default_instance_count, "MAX_INSTANCE_COUNT", max_instance_count),
+            ("MAX_RUNTIME_SECONDS", max_runtime_seconds, "MAX_RUNTIME_CEILING_SECONDS", max_runtime_ceiling_seconds)):
+        if value > ceiling:
+            read.errors.append(f"{name}={value} exceeds {ceiling_name}={ceiling}: the defaults must sit under the "
+                               f"cost ceilings; lower {name} or raise {ceiling_name}")
     dataset_prefix = read.text("DATASET_PREFIX", "datasets/")
     if dataset_prefix and not dataset_prefix.endswith("/"):
         read.errors.append(f"DATASET_PREFIX={dataset_prefix!r} must end with '/': e.g. 'datasets/'")
@@ -150,7 +162,10 @@ def settings_from_environ(environ: Mapping[str, str]) -> Settings:
         default_entry_point=read.text("DEFAULT_ENTRY_POINT", choices=ENTRY_POINTS),
         default_distribution=read.text("DEFAULT_DISTRIBUTION", choices=DISTRIBUTIONS),
         default_instance_type=read.text("DEFAULT_INSTANCE_TYPE"),
-        default_instance_count=read.integer("DEFAULT_INSTANCE_COUNT", minimum=1),
+        default_instance_count=default_instance_count,
+        max_instance_count=max_instance_count,
+        max_runtime_ceiling_seconds=max_runtime_ceiling_seconds,
+        extra_data_buckets=read.csv("EXTRA_DATA_BUCKETS", ""),
         default_hyperparameters=read.json("DEFAULT_HYPERPARAMETERS", dict),
         input_mode=read.text("INPUT_MODE", choices=INPUT_MODES),
         volume_size_gb=read.integer("VOLUME_SIZE_GB", minimum=1),
