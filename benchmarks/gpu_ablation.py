@@ -23,6 +23,7 @@ from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_
 from benchmarks.timing import StepWindows, summarise
 from ranker import engine
 from ranker.batches import Batch, DeviceQueries, QueryBatches
+from ranker.config import PathSwitches
 from ranker.distributed import detect_topology
 from ranker.session import Session
 from ranker.throughput import NativeHarness
@@ -48,10 +49,6 @@ def unfused_adamw(session: Session) -> NativeHarness:
     return dataclasses.replace(harness, optimizer=optimizer, scheduler=engine.build_scheduler(optimizer, 10_000, 0.05))
 
 
-def autocast_layers(session: Session) -> NativeHarness:
-    return NativeHarness.build(session, fused_layers=False)
-
-
 def host_batches(session: Session) -> NativeHarness:
     harness = NativeHarness.build(session)
     queries = harness.batches.queries
@@ -66,7 +63,8 @@ VARIANTS: list[tuple[str, str, str, dict, Callable[[Session], NativeHarness]]] =
     ("eager step instead of a CUDA graph", "~150 kernel launches from Python per step",
      "-50..-65% at 1024 (launch-bound), -2% at 4096", {"cuda_graph": False}, NativeHarness.build),
     ("autocast Linear + ReLU instead of fused layers", "separate ReLU pass, bf16 weight gradients cast to float32",
-     "-6% at 4096 (two extra memory passes per layer), -3% at 1024", {}, autocast_layers),
+     "-6% at 4096 (two extra memory passes per layer), -3% at 1024", {"switches": PathSwitches(fused_layers=False)},
+     NativeHarness.build),
     ("fp32 instead of bf16", "no autocast: float32 matmuls", "~8x slower at 4096 (no tensor cores); ~3x at 1024",
      {"precision": "fp32"}, NativeHarness.build),
     ("foreach AdamW instead of fused", "optimizer as a list of kernels (replayed)",

@@ -30,7 +30,7 @@ from torch import nn
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 from torch.autograd import Variable
 
-from ranker.model import RankingMLP
+from ranker.fused_linear import fused_plan, fused_scores
 from ranker.symmetric_memory import symmetric_pool
 
 # In place (the output is this rank's part of the input); renamed from the `_tensor` spellings in newer torch.
@@ -57,7 +57,7 @@ class Bucket:
 
 class LayerGradients:
     """One dense layer's gradients: float32 views of the shared buffer that its backward writes into, and the call
-    that tells its bucket they are written."""
+    that tells its bucket they are written (ranker.fused_linear's GradientSlot)."""
 
     def __init__(self, owner: FusedDataParallel, layer: nn.Linear, flat: torch.Tensor, bucket: Bucket):
         self.owner, self.bucket = owner, bucket
@@ -71,9 +71,9 @@ class LayerGradients:
 
 class FusedDataParallel(nn.Module):
     """Wraps a RankingMLP like DDP does (`.module`, rank 0's weights broadcast at construction, averaged gradients
-    in `.grad` after backward), with the layers' gradients reduced as described in the module docstring. Trains
-    through the fused layers (ranker.fused_linear) wherever gradients are recorded, whatever the device: on GPU that
-    is the bf16 path the wrapper is chosen for; the CPU runs its tests.
+    in `.grad` after backward), with the layers' gradients reduced as described in the module docstring. Runs the
+    model through the fused layers (ranker.fused_linear), whatever the device: on GPU that is the bf16 path the
+    wrapper is chosen for (ranker.fast_paths); the CPU runs its tests.
 
     `shard_optimizer` (where the layers make more than one bucket): each bucket is reduce-scattered instead of
     all-reduced, so a rank holds the averaged gradient of its 1/world_size shard only and the layers' parameters get
@@ -82,12 +82,13 @@ class FusedDataParallel(nn.Module):
     during the rest of the backward pass. For that the layers' parameters are moved into one flat buffer laid out like
     the gradients'."""
 
-    def __init__(self, module: RankingMLP, bucket_bytes: int = BUCKET_BYTES, shard_optimizer: bool = False,
-                 symmetric_memory: bool = True):
+    def __init__(self, module: nn.Module, bucket_bytes: int = BUCKET_BYTES, shard_optimizer: bool = False,
+                 symmetric_memory: bool = False):
         super().__init__()
         if not dist.is_initialized():
             raise RuntimeError("FusedDataParallel: initialise the process group first")
         self.module = module
+        self.plan = fused_plan(module.layers)
         self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
         # NCCL averages in its kernel; gloo (the CPU tests) sums, and the sum is divided once reduced.
         self.backend_averages = dist.get_backend() == "nccl"
@@ -145,9 +146,7 @@ class FusedDataParallel(nn.Module):
         return self.parameter_buffer[start:start + length] if self.parameter_buffer is not None else None
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        if torch.is_grad_enabled():
-            return self.module.fused_forward(features, self.slots)
-        return self.module(features)
+        return fused_scores(self.plan, features, self.slots if torch.is_grad_enabled() else None)
 
     def written(self, slot: LayerGradients) -> None:
         """Called from a layer's backward once its gradients are in the buffer: once its bucket is complete, start the

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ranker import data as ranking_data
-from ranker import distributed, engine, export, plots, shards
+from ranker import distributed, engine, export, fast_paths, plots, shards
 from ranker.batches import DeviceQueries, EpochBatches, QueryBatches
 from ranker.checkpoint import seed_everything
 from ranker.config import ModelConfig, RunConfig, parse_config
@@ -68,7 +68,10 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
     device = distributed.device_for(topology)
     backend = distributed.resolve_backend(config.train.backend, topology, device.type == "cuda",
                                           distributed.smddp_available() if topology.launcher == "mpirun" else False)
-    distributed.init_process_group(topology, backend, device)
+    path = fast_paths.choose(config.train, device.type, topology.world_size, backend)
+    if topology.is_main:
+        print(path.describe(), flush=True)
+    distributed.init_process_group(topology, backend, device, path)
     engine.prepare_device(config.train, device)
     seed_everything(config.train.seed, topology.rank)
     train, validation, test = load_splits(config)

@@ -56,11 +56,9 @@ class NativeHarness:
     config: TrainConfig
 
     @classmethod
-    def build(cls, session: Session, total_steps: int = 10_000, fused_layers: bool = True) -> NativeHarness:
-        """`fused_layers=False`: autocast's Linear + ReLU instead of ranker.fused_linear (an ablation)."""
+    def build(cls, session: Session, total_steps: int = 10_000) -> NativeHarness:
         config, topology, device = session.config.train, session.topology, session.device
         model = engine.build_model(session.model_config, device)
-        model.fused = fused_layers
         trained = engine.wrap_for_training(model, device, topology.world_size, config)
         optimizer = engine.build_optimizer(trained, config, device)
         scheduler = engine.build_scheduler(optimizer, total_steps, config.warmup_fraction)
