@@ -26,7 +26,7 @@ from ranker.batches import Batch, DeviceQueries, QueryBatches
 from ranker.config import PathSwitches
 from ranker.distributed import detect_topology
 from ranker.session import Session
-from ranker.throughput import NativeHarness
+from benchmarks.native_harness import NativeHarness
 
 
 class HostQueryBatches(QueryBatches):

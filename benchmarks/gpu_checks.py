@@ -25,7 +25,7 @@ from benchmarks.project_trainers import benchmark_session, join_process_group
 from ranker import distributed, engine
 from ranker.config import PathSwitches
 from ranker.fused_data_parallel import FusedDataParallel
-from ranker.throughput import NativeHarness
+from benchmarks.native_harness import NativeHarness
 
 
 def train(cuda_graph: bool, width: int, steps: int, fused: bool = True,

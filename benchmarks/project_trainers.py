@@ -1,6 +1,6 @@
 """The project's two trainers (native DDP and Lightning) under the benchmark's timing protocol.
 
-Both run the package's own hot path (ranker.throughput: device-resident queries, index-gathered batches, fused bf16
+Both run the package's own hot path (benchmarks.native_harness: device-resident queries, index-gathered batches, fused bf16
 layers, fused AdamW, gradients reduced by FusedDataParallel, the step replayed as a CUDA graph) on synthetic queries
 of 32 documents, so a batch of 8192 samples is 256 whole queries.
 
@@ -21,12 +21,12 @@ from benchmarks.lightning_timing import OnEveryStep
 from benchmarks.project_code import DOCS_PER_QUERY
 from benchmarks.project_variants import PROJECT_TRAINERS, REDUCTION_ABLATIONS
 from benchmarks.timing import StepWindows, append_result, summarise
-from ranker import distributed, fast_paths
+from ranker import distributed, engine, fast_paths
 from ranker.config import ModelConfig, PathSwitches, TrainConfig
 from ranker.distributed import Topology
 from ranker.lightning_module import RankingModule
 from ranker.session import Session
-from ranker.throughput import NativeHarness, synthetic_session
+from benchmarks.native_harness import NativeHarness, synthetic_session
 from train_lightning import build_trainer
 
 
@@ -81,7 +81,8 @@ def main() -> None:
                                     windows.total_steps + 1, args.features, cuda_graph=not eager,
                                     switches=PathSwitches(**REDUCTION_ABLATIONS.get(trainer_name, {})))
         run_project_trainer(trainer_name, session, windows.total_steps, windows.step_done)
-        result = summarise(trainer_name, width, args.features, args.batch_size, windows)
+        path = engine.training_path(session.config.train, device, topology.world_size).describe()
+        result = summarise(trainer_name, width, args.features, args.batch_size, windows, path)
         if topology.is_main:
             append_result(args.results, result)
             print(f"{trainer_name} width={width} world={result.world_size} samples/s={result.samples_per_second:,.0f}")

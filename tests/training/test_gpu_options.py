@@ -86,7 +86,7 @@ def test_every_loop_trains_the_model_compiled_exactly_when_asked(tmp_path, compi
     # Given a session with --compile true (or false), on one process
     from ranker.distributed import detect_topology
     from ranker.lightning_module import RankingModule
-    from ranker.throughput import NativeHarness, synthetic_session
+    from benchmarks.native_harness import NativeHarness, synthetic_session
 
     session = synthetic_session(ModelConfig(width=8, norm="none", dropout=0.0),
                                 TrainConfig(batch_size=4, compile=compile_model), detect_topology({}),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -66,6 +67,29 @@ def wrap_for_training(model: nn.Module, device: torch.device, world_size: int, c
 def ddp_comm_hook(device: torch.device, allreduce_dtype: str) -> Callable | None:
     """bf16 gradient compression (sum then divide, which smddp supports too) on GPU; None keeps DDP's fp32 path."""
     return bf16_compress_hook if device.type == "cuda" and allreduce_dtype == "bf16" else None
+
+
+@dataclass
+class TrainingParts:
+    """What a loop trains with, built in one place (`build_training`) for every loop and the benchmark harness."""
+
+    model: nn.Module
+    """The plain model: what checkpoints and exports hold."""
+    trained: nn.Module
+    """The model as the step runs it (wrap_for_training)."""
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    path: TrainingPath
+
+
+def build_training(model: nn.Module, device: torch.device, world_size: int, config: TrainConfig,
+                   total_steps: int) -> TrainingParts:
+    """Wraps `model` (already on `device`, with any resumed weights loaded) for training and builds its optimizer and
+    learning-rate schedule over `total_steps`."""
+    trained = wrap_for_training(model, device, world_size, config)
+    optimizer = build_optimizer(trained, config, device)
+    return TrainingParts(model, trained, optimizer, build_scheduler(optimizer, total_steps, config.warmup_fraction),
+                         training_path(config, device, world_size))
 
 
 def build_optimizer(trained: nn.Module, config: TrainConfig, device: torch.device) -> torch.optim.Optimizer:

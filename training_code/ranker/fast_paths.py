@@ -122,7 +122,7 @@ class TrainingPath:
                                         ("NCCL zero-CTA policy", self.nccl_zero_cta)) if on]
         skipped = "; ".join(f"{name}: {why}" for name, why in self.not_taken)
         return (f"training path on {self.capabilities.source}: {', '.join(taken)}"
-                + (f" | fast paths not taken: {skipped}" if skipped else ""))
+                + (f". Fast paths not taken: {skipped}" if skipped else ""))
 
 
 def choose(config: TrainConfig, device_type: str, world_size: int = 1, backend: str = "",
