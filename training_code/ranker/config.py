@@ -50,8 +50,8 @@ class DataConfig:
     streaming: bool = False
     """Stream batches from memory-mapped binary shards instead of holding the training set on the device."""
     loader_threads: int = 4
-    """Threads filling streamed batches on each process, in parallel: one fills ~5-6M documents/s on a CPU core,
-    the graphed trainer at width 1024 eats ~10.5M a second per H200 (docs/benchmarks.md)."""
+    """Threads filling streamed batches on each process, in parallel: one thread cannot keep a GPU busy at width
+    1024 (docs/benchmarks.md, data pipeline)."""
 
 
 @dataclass(frozen=True)

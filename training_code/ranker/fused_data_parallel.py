@@ -1,8 +1,8 @@
 """Data parallelism for the model's fused dense layers: each layer's gradients are written by their GEMM straight into
 the all-reduce buffer, and reduced as soon as they are all there. It takes DDP's place on GPU for the bf16 fused path
-(engine.wrap_data_parallel); DDP stays for everything else (and everywhere with `--data-parallel ddp`).
+(ranker.fast_paths decides where); DDP stays for everything else.
 
-What it saves over DDP (+4.8% samples/s at width 4096 on 2 H200s, docs/benchmarks.md):
+What it saves over DDP (measured in docs/benchmarks.md, optimisation log):
 - DDP hears that a gradient is ready only once autograd has accumulated it, after the layer's whole backward, input
   gradient included. Here a layer's backward computes its weight and bias gradients first and starts their
   all-reduce before the input gradient's GEMM, so the first layer's (the last to start) is not left exposed at the end.
@@ -12,8 +12,7 @@ Layers are grouped into buckets of at least BUCKET_BYTES in backward order, as D
 layer at width 4096, a few instead of seven at width 1024, where each all-reduce's fixed cost shows.
 
 With `shard_optimizer` (the default where there are several buckets) each bucket is reduce-scattered instead, and
-ranker.sharded_optimizer's AdamW updates this rank's shard and all-gathers it beside the rest of the backward pass
-(+6.5% at width 4096 on 2 H200s over the whole update on every rank).
+ranker.sharded_optimizer's AdamW updates this rank's shard and all-gathers it beside the rest of the backward pass.
 
 Parameters outside the dense layers (LayerNorm's) take the ordinary autograd path and are reduced together once the
 backward pass ends (they are small). Gradients are written, not accumulated: one backward pass per optimizer step.
@@ -36,7 +35,7 @@ from ranker.symmetric_memory import symmetric_pool
 # In place (the output is this rank's part of the input); renamed from the `_tensor` spellings in newer torch.
 REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", dist.reduce_scatter_tensor)
 ALL_GATHER = getattr(dist, "all_gather_single", dist.all_gather_into_tensor)
-BUCKET_BYTES = 25 * 2**20  # DDP's default bucket_cap_mb; 8 MB buckets were 4.5% slower at width 1024 on 2 H200s
+BUCKET_BYTES = 25 * 2**20  # DDP's default bucket_cap_mb; smaller buckets were slower (docs/benchmarks.md)
 
 
 class Bucket:
@@ -102,7 +101,7 @@ class FusedDataParallel(nn.Module):
         sizes = [sum(parameter.numel() for parameter in layer.parameters()) for layer in backward_order]
         groups = bucket_groups(sizes, bucket_bytes // torch.float32.itemsize)
         # With one bucket no backward is left to hide the sharded update under, and its two collectives cost more
-        # than one all-reduce (2.4-3.3% slower at width 1024 on 2 H200s, docs/benchmarks.md): the update stays whole.
+        # than one all-reduce (slower at width 1024 on 2 GPUs, docs/benchmarks.md): the update stays whole.
         self.shard_optimizer = shard_optimizer and len(groups) > 1
         padded = [padded_length(sum(sizes[i] for i in group), self.world_size) for group in groups]
         device = parameters[0].device

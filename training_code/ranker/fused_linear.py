@@ -4,8 +4,8 @@ Autocast runs a layer as: matrix product with the bias (one GEMM), ReLU (a pass 
 backward pass the weight gradient comes out of its GEMM in bf16 and is then cast to the float32 parameter's dtype (a
 pass over the gradient). Here ReLU runs in the GEMM's epilogue (cuBLASLt, `torch._addmm_activation`) and the weight
 gradient's GEMM writes float32 directly (`torch.mm(..., out_dtype=torch.float32)`), as does the bias gradient's sum.
-At width 4096 that is ~0.45 ms of a ~7 ms step (docs/benchmarks.md). Same arithmetic as autocast: bf16 inputs,
-float32 accumulation, float32 gradients for the float32 parameters.
+What that is worth: docs/benchmarks.md, optimisation log. Same arithmetic as autocast: bf16 inputs, float32 accumulation, float32 gradients for
+the float32 parameters. ranker.fast_paths decides where these layers run (torch 2.8 and later, on GPU, bf16).
 """
 
 from __future__ import annotations
