@@ -110,6 +110,24 @@ def load_splits(config: RunConfig) -> tuple[ranking_data.RankingData, ranking_da
     return train, validation, test
 
 
+def evaluate_split(session: Session, model: torch.nn.Module, split: str,
+                   loss_function: engine.LossFunction) -> dict[str, float]:
+    """`val_*` or `test_*` metrics of `model` (the plain model, whatever wraps it for training: every loop scores the
+    same module) over that split's queries, all ranks together (collective)."""
+    queries = session.validation if split == "val" else session.test
+    return evaluation_metrics(engine.evaluate(model, queries, session.topology.rank, session.topology.world_size,
+                                              loss_function), split)
+
+
+def final_metrics(session: Session, model: torch.nn.Module, loss_function: engine.LossFunction,
+                  train_loss: float) -> dict[str, float]:
+    """What metrics.json holds: the last train loss, validation and (with a test channel) test metrics."""
+    final = {"train_loss": train_loss, **evaluate_split(session, model, "val", loss_function)}
+    if session.test is not None:
+        final.update(evaluate_split(session, model, "test", loss_function))
+    return final
+
+
 def evaluation_metrics(totals: torch.Tensor, prefix: str) -> dict[str, float]:
     """Means from `engine.evaluate`'s totals: one host read."""
     values = totals.tolist()
