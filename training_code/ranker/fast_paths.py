@@ -2,7 +2,8 @@
 run asks for. Every other module asks `choose` and runs the portable path wherever a fast path is not taken.
 
 The portable path runs on every supported torch (2.2 onwards): autocast's `Linear` + `ReLU`, DDP across ranks, and
-on GPU the whole step captured as a CUDA graph (`torch.cuda.graph`, with fused AdamW, capturable since torch 2.0).
+on GPU the whole step captured as a CUDA graph (`torch.cuda.graph`; torch 2.2's fused AdamW already takes the
+learning rate as a device tensor, which the captured step needs).
 The fast paths on top of it, each with what it needs:
 - fused bf16 layers (ranker.fused_linear): the float32-output GEMM, `torch.mm(..., out_dtype=)`;
 - FusedDataParallel (ranker.fused_data_parallel): the fused layers (their backward writes the gradients it reduces),
