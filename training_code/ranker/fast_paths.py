@@ -114,15 +114,19 @@ class TrainingPath:
     data_parallel: str
     """What averages the gradients, for the log line."""
 
-    def describe(self) -> str:
-        """One line for rank 0's log: the path, then every fast path not taken and why."""
+    def taken(self) -> str:
+        """What runs: the layers, the data parallelism, the step and any further fast path."""
         step = "CUDA graph" if self.cuda_graph else "eager step"
-        taken = [self.layers, self.data_parallel, step]
-        taken += [name for name, on in (("sharded update where the layers fill several buckets", self.sharded_update),
+        parts = [self.layers, self.data_parallel, step]
+        parts += [name for name, on in (("sharded update where the layers fill several buckets", self.sharded_update),
                                         ("NCCL symmetric memory", self.symmetric_memory),
                                         ("NCCL zero-CTA policy", self.nccl_zero_cta)) if on]
+        return ", ".join(parts)
+
+    def describe(self) -> str:
+        """One line for rank 0's log: the path, then every fast path not taken and why."""
         skipped = "; ".join(f"{name}: {why}" for name, why in self.not_taken)
-        return (f"training path on {self.capabilities.source}: {', '.join(taken)}"
+        return (f"training path on {self.capabilities.source}: {self.taken()}"
                 + (f". Fast paths not taken: {skipped}" if skipped else ""))
 
 
@@ -173,6 +177,7 @@ def choose(config: TrainConfig, device_type: str, world_size: int = 1, backend: 
         layers = "fused bf16 layers"
     else:
         layers = "autocast bf16 Linear + ReLU" if on_gpu and config.precision == "bf16" else "float32 Linear + ReLU"
+        layers += " under torch.compile" if config.compile else ""
     return TrainingPath(fused_layers=fused_layers, cuda_graph=cuda_graph, fused_data_parallel=fused_data_parallel,
                         sharded_update=sharded_update, symmetric_memory=symmetric_memory, nccl_zero_cta=nccl_zero_cta,
                         bind_device=on_gpu and have.device_bound_init,
