@@ -115,3 +115,15 @@ def test_the_fused_layers_wrapper_scores_like_the_plain_model_and_trains_its_par
     model(features).sum().backward()
     for fused_grad, grad in zip(fused_grads, (p.grad for p in model.parameters())):
         torch.testing.assert_close(fused_grad, grad, atol=0.1, rtol=0.05)
+
+
+def test_the_fast_path_switches_are_not_flags(tmp_path, capsys):
+    # The ablations' switches are set by benchmarks through TrainConfig(switches=...), never by a job's flags
+    from ranker.config import build_parser, parse_config
+
+    help_text = build_parser().format_help()
+    for name in ("fused-layers", "data-parallel", "shard-optimizer", "symmetric-memory", "allreduce-dtype", "switches"):
+        assert f"--{name}" not in help_text
+    with pytest.raises(SystemExit):
+        parse_config(["--train", str(tmp_path), "--data-parallel", "ddp"], {}, "test")
+    assert "unknown flag(s) ['--data-parallel', 'ddp']" in capsys.readouterr().err
