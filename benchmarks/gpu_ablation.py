@@ -23,9 +23,10 @@ from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_
 from benchmarks.timing import StepWindows, summarise
 from ranker import engine
 from ranker.batches import Batch, DeviceQueries, QueryBatches
+from ranker.config import PathSwitches
 from ranker.distributed import detect_topology
 from ranker.session import Session
-from ranker.throughput import NativeHarness
+from benchmarks.native_harness import NativeHarness
 
 
 class HostQueryBatches(QueryBatches):
@@ -48,10 +49,6 @@ def unfused_adamw(session: Session) -> NativeHarness:
     return dataclasses.replace(harness, optimizer=optimizer, scheduler=engine.build_scheduler(optimizer, 10_000, 0.05))
 
 
-def autocast_layers(session: Session) -> NativeHarness:
-    return NativeHarness.build(session, fused_layers=False)
-
-
 def host_batches(session: Session) -> NativeHarness:
     harness = NativeHarness.build(session)
     queries = harness.batches.queries
@@ -66,7 +63,8 @@ VARIANTS: list[tuple[str, str, str, dict, Callable[[Session], NativeHarness]]] =
     ("eager step instead of a CUDA graph", "~150 kernel launches from Python per step",
      "-50..-65% at 1024 (launch-bound), -2% at 4096", {"cuda_graph": False}, NativeHarness.build),
     ("autocast Linear + ReLU instead of fused layers", "separate ReLU pass, bf16 weight gradients cast to float32",
-     "-6% at 4096 (two extra memory passes per layer), -3% at 1024", {}, autocast_layers),
+     "-6% at 4096 (two extra memory passes per layer), -3% at 1024", {"switches": PathSwitches(fused_layers=False)},
+     NativeHarness.build),
     ("fp32 instead of bf16", "no autocast: float32 matmuls", "~8x slower at 4096 (no tensor cores); ~3x at 1024",
      {"precision": "fp32"}, NativeHarness.build),
     ("foreach AdamW instead of fused", "optimizer as a list of kernels (replayed)",
@@ -79,12 +77,14 @@ VARIANTS: list[tuple[str, str, str, dict, Callable[[Session], NativeHarness]]] =
 
 
 def measure(width: int, batch_queries: int, windows_args: tuple[int, int, int], device: torch.device,
-            train_changes: dict, build: Callable[[Session], NativeHarness]) -> float:
+            train_changes: dict, build: Callable[[Session], NativeHarness]) -> tuple[float, str]:
+    """The variant's samples/s and the path it ran (ranker.fast_paths)."""
     windows = StepWindows(*windows_args, device)
     session = benchmark_session(width, batch_queries, detect_topology(), device, batches_of_data=8, **train_changes)
     harness = build(session)
     harness.run(windows.total_steps, on_step=windows.step_done)
-    return summarise("native", width, 136, batch_queries * DOCS_PER_QUERY, windows).samples_per_second
+    return (summarise("native", width, 136, batch_queries * DOCS_PER_QUERY, windows).samples_per_second,
+            harness.path.taken())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -103,14 +103,17 @@ def main(argv: list[str] | None = None) -> None:
         reference = None
         for name, change, prediction, train_changes, build in VARIANTS:
             try:
-                rate = measure(width, args.batch_size // DOCS_PER_QUERY, windows_args, device, train_changes, build)
+                rate, path = measure(width, args.batch_size // DOCS_PER_QUERY, windows_args, device, train_changes,
+                                     build)
             except Exception as error:  # a variant that cannot run here is a result too, not a crash of the table
-                rows.append([name, width, change, prediction, f"failed: {type(error).__name__}: {error}"[:120], "-"])
+                rows.append([name, width, change, prediction, f"failed: {type(error).__name__}: {error}"[:120], "-",
+                             "-"])
                 continue
             reference = reference or rate
-            rows.append([name, width, change, prediction, f"{rate:,.0f}", f"{rate / reference - 1:+.1%}"])
-            print(f"{name} width={width}: {rate:,.0f} samples/s", flush=True)
-    table = markdown_table(["variant", "width", "what changes", "prediction", "samples/s", "vs project step"], rows)
+            rows.append([name, width, change, prediction, f"{rate:,.0f}", f"{rate / reference - 1:+.1%}", path])
+            print(f"{name} width={width}: {rate:,.0f} samples/s ({path})", flush=True)
+    table = markdown_table(["variant", "width", "what changes", "prediction", "samples/s", "vs project step",
+                            "path taken"], rows)
     print(table)
     machine = torch.cuda.get_device_name(0) if device.type == "cuda" else "CPU (smoke run)"
     body = f"{provenance(f'{machine}; torch {torch.__version__}')}\n\n{table}\n"

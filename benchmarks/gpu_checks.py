@@ -21,22 +21,23 @@ import sys
 
 import torch
 
-from benchmarks.project_trainers import benchmark_session
+from benchmarks.project_trainers import benchmark_session, join_process_group
 from ranker import distributed, engine
+from ranker.config import PathSwitches
 from ranker.fused_data_parallel import FusedDataParallel
-from ranker.throughput import NativeHarness
+from benchmarks.native_harness import NativeHarness
 
 
 def train(cuda_graph: bool, width: int, steps: int, fused: bool = True,
           **reduction) -> tuple[dict[str, torch.Tensor], float, bool]:
-    """`reduction`: TrainConfig changes to the gradient reduction (`data_parallel="ddp"`, `shard_optimizer=False`).
+    """`reduction`: PathSwitches changes to the gradient reduction (`data_parallel="ddp"`, `shard_optimizer=False`).
     Returns the weights, the summed loss and whether the AdamW update was sharded across the ranks."""
     topology = distributed.detect_topology()
     device = distributed.device_for(topology)
     session = benchmark_session(width, 64, topology, device, batches_of_data=steps, cuda_graph=cuda_graph,
-                                warmup_fraction=0.5, **reduction)
+                                warmup_fraction=0.5, switches=PathSwitches(fused_layers=fused, **reduction))
     torch.manual_seed(0)
-    harness = NativeHarness.build(session, total_steps=steps, fused_layers=fused)
+    harness = NativeHarness.build(session, total_steps=steps)
     loss_sum = harness.run(steps)
     weights = {name: value.detach().float().cpu() for name, value in engine.unwrap(harness.model).state_dict().items()}
     sharded = isinstance(harness.model, FusedDataParallel) and harness.model.shard_optimizer
@@ -59,7 +60,7 @@ def main() -> None:
     device = distributed.device_for(topology)
     if device.type != "cuda":
         raise SystemExit("gpu_checks: no GPU here; run it on a GPU machine")
-    distributed.init_process_group(topology, "nccl", device)
+    join_process_group(topology, device)
     eager_weights, eager_loss, _ = train(False, args.width, args.steps)
     graph_weights, graph_loss, sharded = train(True, args.width, args.steps)
     _, unfused_loss, _ = train(False, args.width, args.steps, fused=False)

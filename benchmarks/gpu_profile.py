@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.project_code import DOCS_PER_QUERY
-from benchmarks.project_trainers import benchmark_session, run_project_trainer
+from benchmarks.project_trainers import benchmark_session, join_process_group, run_project_trainer
 from ranker import distributed
 
 KERNEL_CLASSES = (  # first match wins
@@ -134,7 +134,7 @@ def main() -> None:
     args = parser.parse_args()
     topology = distributed.detect_topology()
     device = distributed.device_for(topology)
-    distributed.init_process_group(topology, "nccl" if device.type == "cuda" else "gloo", device)
+    join_process_group(topology, device)
     args.trace_dir.mkdir(parents=True, exist_ok=True)
     for trainer_name in args.trainers.split(","):
         for width in (int(w) for w in args.widths.split(",")):

@@ -243,6 +243,14 @@ def run_layouts(args: argparse.Namespace, layouts: list[Layout], results_path: P
             run_layout(layout, trainer, trainer_args, raw_dir)
 
 
+def paths_taken(results: list[dict]) -> str:
+    """Each project trainer's path (ranker.fast_paths' line, as the run logged it) per GPU count."""
+    lines = {(result["trainer"], result["world_size"], result["nodes"]): result["path"]
+             for result in results if result.get("path")}
+    return "Paths taken:\n" + "".join(f"- {trainer}, {world} GPU(s), {nodes} host(s): `{path}`\n"
+                                      for (trainer, world, nodes), path in sorted(lines.items()))
+
+
 def render(args: argparse.Namespace, results_path: Path, run: dict) -> None:
     matmul_tflops = run["matmul_tflops"]
     results = [json.loads(line) for line in results_path.read_text().splitlines()]
@@ -265,7 +273,7 @@ def render(args: argparse.Namespace, results_path: Path, run: dict) -> None:
         f"the whole update on every rank), its buffers NCCL symmetric windows under NCCL's zero-CTA policy "
         f"(ranker.symmetric_memory); Lightning runs that same step under manual optimization\n"
         + (f"- {args.note}\n" if args.note else "") + "\n"
-        f"{table}\n\n![scaling]({plot_path.name})\n"
+        f"{table}\n\n![scaling]({plot_path.name})\n\n{paths_taken(results)}"
     )
     write_section("gpu-scaling", "GPU throughput and scaling", body, doc=args.doc)
     print(f"raw results: {results_path}; written to {args.doc}")

@@ -1,6 +1,6 @@
 """The project's two trainers (native DDP and Lightning) under the benchmark's timing protocol.
 
-Both run the package's own hot path (ranker.throughput: device-resident queries, index-gathered batches, fused bf16
+Both run the package's own hot path (benchmarks.native_harness: device-resident queries, index-gathered batches, fused bf16
 layers, fused AdamW, gradients reduced by FusedDataParallel, the step replayed as a CUDA graph) on synthetic queries
 of 32 documents, so a batch of 8192 samples is 256 whole queries.
 
@@ -21,12 +21,12 @@ from benchmarks.lightning_timing import OnEveryStep
 from benchmarks.project_code import DOCS_PER_QUERY
 from benchmarks.project_variants import PROJECT_TRAINERS, REDUCTION_ABLATIONS
 from benchmarks.timing import StepWindows, append_result, summarise
-from ranker import distributed
-from ranker.config import ModelConfig, TrainConfig
+from ranker import distributed, engine, fast_paths
+from ranker.config import ModelConfig, PathSwitches, TrainConfig
 from ranker.distributed import Topology
 from ranker.lightning_module import RankingModule
 from ranker.session import Session
-from ranker.throughput import NativeHarness, synthetic_session
+from benchmarks.native_harness import NativeHarness, synthetic_session
 from train_lightning import build_trainer
 
 
@@ -38,6 +38,14 @@ def benchmark_session(width: int, batch_queries: int, topology: Topology, device
     train = TrainConfig(batch_size=batch_queries, log_every=10**9, checkpoint_every=0, **train_changes)
     return synthetic_session(model, train, topology, device, docs_per_query=DOCS_PER_QUERY,
                              batches_of_data=batches_of_data, work_dir=Path(tempfile.mkdtemp(prefix="bench-")))
+
+
+def join_process_group(topology: Topology, device: torch.device) -> None:
+    """The process group every benchmark trainer runs in (NCCL on GPU, gloo on CPU), set up for the path the
+    default TrainConfig takes (ranker.fast_paths)."""
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    path = fast_paths.choose(TrainConfig(), device.type, topology.world_size, backend)
+    distributed.init_process_group(topology, backend, device, path)
 
 
 def run_project_trainer(trainer_name: str, session: Session, steps: int, on_step: Callable[[], None]) -> None:
@@ -65,15 +73,16 @@ def main() -> None:
         raise SystemExit(f"--batch-size: {args.batch_size} is not a multiple of {DOCS_PER_QUERY} documents per query")
     topology = distributed.detect_topology()
     device = distributed.device_for(topology)
-    distributed.init_process_group(topology, "nccl" if device.type == "cuda" else "gloo", device)
+    join_process_group(topology, device)
     for width in args.widths:
         windows = StepWindows(args.warmup_steps, args.steps_per_window, args.windows, device)
         # One epoch covers the whole run, so the Lightning loop's end-of-epoch validation stays out of the timing.
         session = benchmark_session(width, args.batch_size // DOCS_PER_QUERY, topology, device,
                                     windows.total_steps + 1, args.features, cuda_graph=not eager,
-                                    **REDUCTION_ABLATIONS.get(trainer_name, {}))
+                                    switches=PathSwitches(**REDUCTION_ABLATIONS.get(trainer_name, {})))
         run_project_trainer(trainer_name, session, windows.total_steps, windows.step_done)
-        result = summarise(trainer_name, width, args.features, args.batch_size, windows)
+        path = engine.training_path(session.config.train, device, topology.world_size).describe()
+        result = summarise(trainer_name, width, args.features, args.batch_size, windows, path)
         if topology.is_main:
             append_result(args.results, result)
             print(f"{trainer_name} width={width} world={result.world_size} samples/s={result.samples_per_second:,.0f}")

@@ -78,10 +78,12 @@ class BenchmarkResult:
     window_samples_per_second: list[float]
     peak_memory_gib: float
     flops_per_sample: int
+    path: str = ""
+    """The line ranker.fast_paths wrote for the run (empty for the naive baselines, which are not the project's)."""
 
 
 def summarise(trainer: str, width: int, input_features: int, batch_per_rank: int,
-              windows: StepWindows) -> BenchmarkResult:
+              windows: StepWindows, path: str = "") -> BenchmarkResult:
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     nodes = int(os.environ.get("GROUP_WORLD_SIZE", os.environ.get("BENCH_NODES", "1")))
     rates = [batch_per_rank * world_size * windows.steps_per_window / s for s in windows.window_seconds]
@@ -96,6 +98,7 @@ def summarise(trainer: str, width: int, input_features: int, batch_per_rank: int
         window_samples_per_second=rates,
         peak_memory_gib=peak,
         flops_per_sample=dense_mlp_flops_per_sample(input_features, width),
+        path=path,
     )
 
 

@@ -1,4 +1,5 @@
-"""Trains the ranking MLP with native PyTorch DistributedDataParallel.
+"""Trains the ranking MLP with a native PyTorch loop: DDP across processes, or on GPU the fast paths this torch allows
+(ranker.fast_paths; rank 0 logs the path taken as its first line).
 
 Launch commands (all flags optional except the training channel outside SageMaker):
 
@@ -21,10 +22,8 @@ import sys
 from collections.abc import Sequence
 
 from ranker import checkpoint, engine
-from ranker.losses import LOSSES
-from ranker.meter import TrainingMeter
-from ranker.progress import Progress
-from ranker.session import Session, evaluation_metrics, finish_session, run_training
+from ranker.bookkeeping import Bookkeeping
+from ranker.session import Session, run_training
 
 
 def train(session: Session) -> None:
@@ -32,64 +31,18 @@ def train(session: Session) -> None:
     batches = session.training_batches()
     total_steps = session.total_steps(batches.steps_per_epoch)
     model = engine.build_model(session.model_config, device)
-    step, epoch, position = 0, 0, 0
     resumed = checkpoint.restore_training_state(session.config.paths.checkpoint_dir, model, topology.rank,
                                                 topology.world_size)
-    trained = engine.wrap_for_training(model, device, topology.world_size, config)
-    optimizer = engine.build_optimizer(trained, config, device)
-    scheduler = engine.build_scheduler(optimizer, total_steps, config.warmup_fraction)
-    if resumed is not None:
-        optimizer.load_state_dict(resumed["optimizer"])
-        scheduler.load_state_dict(resumed["scheduler"])
-        step, epoch, position = resumed["step"], resumed["epoch"], resumed["position"]
-        session.history = resumed["history"]
-        if resumed["rng"] is not None:
-            checkpoint.set_rng_state(resumed["rng"])
-    loss_function = LOSSES[config.loss]
-    progress = Progress(total_steps, topology.is_main, step)
-    if resumed is not None:
-        progress.note(f"resumed from {resumed['path']} at step {step}")
-    stop = checkpoint.StopSignal()
-    meter = TrainingMeter(device)
-    step_function = engine.step_function(trained, optimizer, scheduler, loss_function, device, config, meter)
-    last_metrics: dict[str, float] = {}
-
-    while step < total_steps:
-        for batch in batches.epoch_batches(epoch, position):
-            step_function(batch)
-            step, position = step + 1, position + 1
-            if position == batches.steps_per_epoch:
-                epoch, position = epoch + 1, 0
-            stopping = False
-            if step % config.log_every == 0 or step == total_steps:
-                window, stopping = meter.read(stop.received)
-                last_metrics = {"epoch": epoch, "step": step, **window,
-                                "learning_rate": engine.learning_rate(scheduler)}
-                session.history.append(last_metrics)
-                progress.report(last_metrics)
-            if stopping or (config.checkpoint_every and step % config.checkpoint_every == 0):
-                checkpoint.save_training_state(
-                    session.config.paths.checkpoint_dir, topology.is_main, model=model, optimizer=optimizer,
-                    scheduler=scheduler, step=step, epoch=epoch, position=position, history=session.history)
-            if stopping:
-                progress.note(f"SIGTERM: checkpoint written at step {step}; rerun to resume")
-                return
-            if step == total_steps:
+    parts = engine.build_training(model, device, topology.world_size, config, total_steps)
+    books = Bookkeeping(session, parts, batches.steps_per_epoch, total_steps, resumed)
+    step = engine.step_function(parts.trained, parts.optimizer, parts.scheduler, books.loss_function, device, config,
+                                books.meter)
+    while books.running:
+        for batch in batches.epoch_batches(books.epoch, books.position):
+            step(batch)
+            if not books.step_done():
                 break
-            if position == 0:
-                validation = evaluation_metrics(engine.evaluate(trained, session.validation, topology.rank,
-                                                                topology.world_size, loss_function), "val")
-                session.history.append({"epoch": epoch, "step": step, **validation})
-                progress.report(session.history[-1])
-    progress.close()
-    final = {"train_loss": last_metrics.get("train_loss", float("nan")),
-             **evaluation_metrics(engine.evaluate(trained, session.validation, topology.rank, topology.world_size,
-                                                  loss_function), "val")}
-    if session.test is not None:
-        final.update(evaluation_metrics(engine.evaluate(trained, session.test, topology.rank, topology.world_size,
-                                                        loss_function), "test"))
-    progress.report({"epoch": epoch, "step": step, **final})
-    finish_session(session, model, final)
+    books.finish()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -13,9 +13,9 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn
 
-from ranker import engine
-from ranker.config import ModelConfig, TrainConfig
+from ranker.config import ModelConfig
 from ranker.fused_data_parallel import BUCKET_BYTES, FusedDataParallel, bucket_groups
+from ranker.fused_linear import FusedLayers
 from ranker.losses import LOSSES
 from ranker.model import RankingMLP
 from ranker.sharded_optimizer import ShardedAdamW
@@ -68,14 +68,14 @@ def one_process(steps: range, world_size: int) -> tuple[dict, RankingMLP, torch.
     torch.manual_seed(0)
     model = RankingMLP(MODEL)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    return train(model, model.fused_forward, optimizer, None, world_size, steps), model, optimizer
+    return train(model, FusedLayers(model), optimizer, None, world_size, steps), model, optimizer
 
 
 def train_rank(rank: int, world_size: int, store_path: str, results: str, bucket_bytes: int, shard: bool) -> None:
     dist.init_process_group("gloo", store=dist.FileStore(store_path, world_size), rank=rank, world_size=world_size)
     torch.manual_seed(rank)  # different initial weights per rank: the wrapper must start all from rank 0's
     model = RankingMLP(MODEL)
-    wrapped = FusedDataParallel(model, bucket_bytes, shard_optimizer=shard)
+    wrapped = FusedDataParallel(model, bucket_bytes, shard_optimizer=shard, symmetric_memory=True)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     optimizer = ShardedAdamW(wrapped, optimizer) if wrapped.shard_optimizer else optimizer
     result = train(model, wrapped, optimizer, rank, world_size, range(STEPS))
@@ -153,20 +153,6 @@ def test_ranks_on_parts_of_each_batch_train_like_one_process_on_the_whole_batch(
             for name, expected in reference["weights"].items():
                 torch.testing.assert_close(result["resumed weights"][name], expected, atol=1e-5, rtol=1e-4,
                                            msg=f"rank {rank}: resumed weight {name}")
-
-
-@pytest.mark.parametrize(
-    ("device", "changes", "backend", "fused"),
-    [("cuda", {}, "nccl", True), ("cuda", {"allreduce_dtype": "bf16"}, "nccl", False),
-     ("cuda", {"precision": "fp32"}, "nccl", False), ("cuda", {}, "smddp", False), ("cpu", {}, "gloo", False)],
-)
-def test_the_fused_reduction_is_chosen_only_where_the_fused_bf16_layers_run_over_nccl(device, changes, backend,
-                                                                                   fused):
-    model = RankingMLP(MODEL)
-    assert engine.uses_fused_data_parallel(model, torch.device(device), TrainConfig(**changes), backend) is fused
-    # a compiled model (or an ablation's plain layers) keeps DDP
-    model.fused = False
-    assert not engine.uses_fused_data_parallel(model, torch.device(device), TrainConfig(**changes), backend)
 
 
 def test_layers_are_grouped_into_buckets_of_at_least_the_cap_in_backward_order():

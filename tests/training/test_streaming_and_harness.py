@@ -11,7 +11,7 @@ from ranker.batches import epoch_permutation
 from ranker.config import ModelConfig, TrainConfig
 from ranker.distributed import detect_topology
 from ranker.streaming import StreamingBatches
-from ranker.throughput import NativeHarness, synthetic_session
+from benchmarks.native_harness import NativeHarness, synthetic_session
 
 
 @pytest.fixture(scope="module")

@@ -50,8 +50,30 @@ class DataConfig:
     streaming: bool = False
     """Stream batches from memory-mapped binary shards instead of holding the training set on the device."""
     loader_threads: int = 4
-    """Threads filling streamed batches on each process, in parallel: one fills ~5-6M documents/s on a CPU core,
-    the graphed trainer at width 1024 eats ~10.5M a second per H200 (docs/benchmarks.md)."""
+    """Threads filling streamed batches on each process, in parallel: one thread cannot keep a GPU busy at width
+    1024 (docs/benchmarks.md, data pipeline)."""
+
+
+@dataclass(frozen=True)
+class PathSwitches:
+    """Turn single fast paths off, so a benchmark can measure what each is worth (ranker.fast_paths decides where
+    each may run at all). Every default is the run's own path."""
+
+    fused_layers: bool = True
+    """False: autocast's Linear + ReLU instead of ranker.fused_linear's bf16 layers."""
+    data_parallel: str = "auto"
+    """`auto` (FusedDataParallel where it applies) or `ddp` (PyTorch's DDP everywhere)."""
+    shard_optimizer: bool = True
+    """False: FusedDataParallel all-reduces and every rank runs the whole AdamW update (ranker.sharded_optimizer)."""
+    symmetric_memory: bool = True
+    """False: FusedDataParallel's buffers stay ordinary memory instead of NCCL symmetric windows."""
+    allreduce_dtype: str = "fp32"
+    """`bf16`: DDP with its bf16 compression hook (halves the bytes sent, adds cast kernels) instead of fp32."""
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("data_parallel", ("auto", "ddp")), ("allreduce_dtype", ("fp32", "bf16"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name}: bad value {getattr(self, name)!r}: use one of {', '.join(allowed)}")
 
 
 @dataclass(frozen=True)
@@ -78,32 +100,17 @@ class TrainConfig:
     """Run the model through `torch.compile`."""
     cuda_graph: bool = True
     """On GPU, capture the whole step (forward, backward, all-reduce, optimizer) as a CUDA graph and replay it: one
-    launch per step instead of ~150. Eager on CPU, with `--compile true` and with `--allreduce-dtype bf16`."""
+    launch per step instead of ~150. Eager on CPU and with `--compile true`."""
     precision: str = "bf16"
     """Training arithmetic on GPU: `bf16` autocast (tensor cores, no loss scaling) or `fp32` (for checking
     numerics). CPU runs always use float32."""
-    allreduce_dtype: str = "fp32"
-    """Gradient all-reduce precision on GPU with several processes: `fp32` or `bf16` (DDP's compression hook), which
-    halves the bytes sent but adds cast kernels: slower over NVLink on 2 H200s (docs/benchmarks.md), worth trying where
-    the network between hosts is the bottleneck. CPU runs always reduce in float32."""
-    data_parallel: str = "auto"
-    """How several processes average their gradients: `auto` (on GPU with bf16, NCCL and fp32 all-reduce, each fused
-    layer's backward writes its gradients straight into the all-reduce buffer and starts their reduction at once,
-    ranker.fused_data_parallel; DDP elsewhere) or `ddp` (PyTorch's DDP everywhere)."""
-    shard_optimizer: bool = True
-    """Where `data_parallel` picks the fused reduction and the layers fill more than one 25 MB gradient bucket (width
-    4096 does, 1024 does not): reduce-scatter the gradients and let each rank update only its 1/N of the parameters
-    with AdamW, then all-gather them (ZeRO stage 1, ranker.sharded_optimizer); `false` all-reduces and runs the whole
-    update on every rank. Same arithmetic either way; checkpoints are alike."""
-    symmetric_memory: bool = True
-    """Where `data_parallel` picks the fused reduction: keep its gradient and parameter buffers in NCCL's own memory,
-    registered as symmetric windows, where NCCL can run its symmetric kernels on them (the sharded update's
-    all-gathers do: fewer SMs taken from the GEMMs; ranker.symmetric_memory). Falls back to ordinary memory where
-    NCCL cannot; `false` always does."""
     log_every: int = 10
     """Steps between metric lines; the loss is read from the device only then."""
     checkpoint_every: int = 200
     """Steps between checkpoints (0 disables periodic ones; SIGTERM still writes one)."""
+    switches: PathSwitches = field(default_factory=PathSwitches, metadata={"flag": False})
+    """The fast paths' switches, for the benchmarks' ablations (not flags: a run takes every fast path its torch and
+    hardware allow, ranker.fast_paths)."""
 
 
 @dataclass(frozen=True)
@@ -124,8 +131,7 @@ class RunConfig:
     paths: PathsConfig = field(default_factory=PathsConfig)
 
 
-_CHOICES = {"norm": ("layer", "none"), "loss": ("listwise", "pointwise"), "backend": ("auto", "smddp", "nccl", "gloo"),
-            "data_parallel": ("auto", "ddp")}
+_CHOICES = {"norm": ("layer", "none"), "loss": ("listwise", "pointwise"), "backend": ("auto", "smddp", "nccl", "gloo")}
 
 
 def parse_bool(text: str) -> bool:
@@ -163,6 +169,8 @@ def build_parser(description: str = "") -> argparse.ArgumentParser:
         group = parser.add_argument_group(section)
         docs = field_docs(config_class)
         for config_field in dataclasses.fields(config_class):
+            if not config_field.metadata.get("flag", True):
+                continue
             name = config_field.name
             spellings = [f"--{name.replace('_', '-')}"] + ([f"--{name}"] if "_" in name else [])
             group.add_argument(*spellings, dest=f"{section}.{name}", type=_flag_type(str(config_field.type)),
@@ -224,8 +232,6 @@ def validate(config: RunConfig) -> None:
         ("validation_fraction", config.data.validation_fraction, 0 < config.data.validation_fraction < 1,
          "use a fraction strictly between 0 and 1"),
         ("precision", config.train.precision, config.train.precision in ("bf16", "fp32"), "use bf16 or fp32"),
-        ("allreduce_dtype", config.train.allreduce_dtype, config.train.allreduce_dtype in ("bf16", "fp32"),
-         "use bf16 or fp32"),
         ("epochs", config.train.epochs, config.train.epochs >= 1 or config.train.max_steps > 0,
          "train for at least 1 epoch or set --max-steps"),
     ]

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from ranker.fast_paths import TrainingPath
+
 DEFAULT_MASTER_PORT = 7777  # the port SageMaker's training toolkit uses for its launchers
 SMDDP_MODULE = "smdistributed.dataparallel.torch.torch_smddp"
 _before_shutdown: list[Callable[[], None]] = []
-# NCCL's zero-CTA policy: on symmetric windows (ranker.symmetric_memory) NCCL may then run a collective without
-# thread blocks, leaving the SMs to the GEMMs beside it (+1.5% samples/s at width 4096 on 2 H200s over the default
-# policy, docs/benchmarks.md); other buffers keep NCCL's ordinary kernels.
+# NCCL's zero-CTA policy, where ranker.fast_paths takes it: on symmetric windows (ranker.symmetric_memory) NCCL may
+# then run a collective without thread blocks, leaving the SMs to the GEMMs beside it (docs/benchmarks.md); other
+# buffers keep NCCL's ordinary kernels.
 NCCL_DEFAULTS = {"NCCL_CTA_POLICY": "2"}
 
 
@@ -105,7 +107,8 @@ def export_torch_environment(topology: Topology) -> None:
                        "LOCAL_RANK": str(topology.local_rank)})
 
 
-def init_process_group(topology: Topology, backend: str, device: torch.device) -> None:
+def init_process_group(topology: Topology, backend: str, device: torch.device, path: TrainingPath) -> None:
+    """Joins the default process group, as `path` (ranker.fast_paths.choose for this run) needs it."""
     if topology.world_size == 1:
         return
     if device.type == "cuda":
@@ -115,12 +118,13 @@ def init_process_group(topology: Topology, backend: str, device: torch.device) -
         dist.init_process_group(backend="smddp")
         return
     export_torch_environment(topology)
-    if backend == "nccl":
+    if backend == "nccl" and path.nccl_zero_cta:
         set_nccl_defaults(os.environ)
     store = restart_scoped_store(topology, os.environ)
+    # Bound to its GPU, NCCL makes the communicator now (symmetric memory registers with it); torch 2.2 cannot.
+    bound = {"device_id": device} if path.bind_device and device.type == "cuda" else {}
     dist.init_process_group(backend=backend, init_method=None if store else "env://", store=store,
-                            rank=topology.rank, world_size=topology.world_size,
-                            device_id=device if device.type == "cuda" else None)
+                            rank=topology.rank, world_size=topology.world_size, **bound)
 
 
 def set_nccl_defaults(env: MutableMapping[str, str]) -> None:

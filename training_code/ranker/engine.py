@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -16,11 +17,13 @@ from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import bf16_compress_hook
 from torch.nn.parallel import DistributedDataParallel
 
-from ranker import distributed
+from ranker import distributed, fast_paths
 from ranker.batches import Batch, DeviceQueries
 from ranker.captured_step import CapturedStep, use_capture_stream
 from ranker.config import ModelConfig, TrainConfig
+from ranker.fast_paths import TrainingPath
 from ranker.fused_data_parallel import FusedDataParallel
+from ranker.fused_linear import FusedLayers
 from ranker.meter import TrainingMeter
 from ranker.metrics import ndcg_sums
 from ranker.model import RankingMLP
@@ -33,40 +36,60 @@ def build_model(config: ModelConfig, device: torch.device) -> RankingMLP:
     return RankingMLP(config).to(device)
 
 
+def training_path(config: TrainConfig, device: torch.device, world_size: int) -> TrainingPath:
+    """ranker.fast_paths' choice for this process, once its process group is up."""
+    return fast_paths.choose(config, device.type, world_size, dist.get_backend() if world_size > 1 else "")
+
+
 def wrap_for_training(model: nn.Module, device: torch.device, world_size: int, config: TrainConfig) -> nn.Module:
-    """The model as every loop's step runs it (train_ddp.py, the Lightning module, the benchmark harness): through
-    `torch.compile` with `--compile true`, then wrapped for data parallelism across ranks."""
-    return wrap_data_parallel(torch.compile(model) if config.compile else model, device, world_size, config)
-
-
-def wrap_data_parallel(model: nn.Module, device: torch.device, world_size: int, config: TrainConfig) -> nn.Module:
-    """The model as the loop trains it across ranks: FusedDataParallel where the fused bf16 layers run (GPU, NCCL,
-    fp32 all-reduce, no torch.compile), else DDP with gradients written straight into the all-reduce buckets and the
-    graph declared static (the MLP uses every parameter every step), so it overlaps communication with backward."""
+    """The model as every loop's step runs it (train_ddp.py, the Lightning module, the benchmark harness), on the
+    path ranker.fast_paths chose: FusedDataParallel around it, or run through `torch.compile` (`--compile true`) or
+    the fused bf16 layers, then wrapped in DDP across ranks. DDP writes gradients straight into its all-reduce
+    buckets and is told the graph is static (the MLP uses every parameter every step), so it overlaps communication
+    with the backward pass."""
+    path = training_path(config, device, world_size)
+    if path.fused_data_parallel:
+        return FusedDataParallel(model, shard_optimizer=path.sharded_update, symmetric_memory=path.symmetric_memory)
+    if config.compile:
+        model = torch.compile(model)
+    elif path.fused_layers:
+        model = FusedLayers(model)
     if world_size == 1:
         return model
-    if uses_fused_data_parallel(model, device, config, dist.get_backend()):
-        return FusedDataParallel(model, shard_optimizer=config.shard_optimizer,
-                                 symmetric_memory=config.symmetric_memory)
     wrapped = DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None,
                                       gradient_as_bucket_view=True, static_graph=True)
-    comm_hook = ddp_comm_hook(device, config.allreduce_dtype)
+    comm_hook = ddp_comm_hook(device, config.switches.allreduce_dtype)
     if comm_hook is not None:
         wrapped.register_comm_hook(None, comm_hook)
     return wrapped
 
 
-def uses_fused_data_parallel(model: nn.Module, device: torch.device, config: TrainConfig, backend: str) -> bool:
-    """Where the model's layers run fused (ranker.fused_linear: bf16 on GPU, not compiled) and NCCL reduces their
-    float32 gradients (smddp's and the bf16 hook's reductions go through DDP), unless `--data-parallel ddp`."""
-    return (config.data_parallel == "auto" and isinstance(model, RankingMLP) and model.fused
-            and device.type == "cuda" and config.precision == "bf16" and config.allreduce_dtype == "fp32"
-            and backend == "nccl")
-
-
 def ddp_comm_hook(device: torch.device, allreduce_dtype: str) -> Callable | None:
     """bf16 gradient compression (sum then divide, which smddp supports too) on GPU; None keeps DDP's fp32 path."""
     return bf16_compress_hook if device.type == "cuda" and allreduce_dtype == "bf16" else None
+
+
+@dataclass
+class TrainingParts:
+    """What a loop trains with, built in one place (`build_training`) for every loop and the benchmark harness."""
+
+    model: nn.Module
+    """The plain model: what checkpoints and exports hold."""
+    trained: nn.Module
+    """The model as the step runs it (wrap_for_training)."""
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    path: TrainingPath
+
+
+def build_training(model: nn.Module, device: torch.device, world_size: int, config: TrainConfig,
+                   total_steps: int) -> TrainingParts:
+    """Wraps `model` (already on `device`, with any resumed weights loaded) for training and builds its optimizer and
+    learning-rate schedule over `total_steps`."""
+    trained = wrap_for_training(model, device, world_size, config)
+    optimizer = build_optimizer(trained, config, device)
+    return TrainingParts(model, trained, optimizer, build_scheduler(optimizer, total_steps, config.warmup_fraction),
+                         training_path(config, device, world_size))
 
 
 def build_optimizer(trained: nn.Module, config: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
@@ -121,9 +144,7 @@ def forward_backward_update(model: nn.Module, optimizer: torch.optim.Optimizer, 
 
 
 def uses_cuda_graph(config: TrainConfig, device: torch.device) -> bool:
-    """CUDA graphs on GPU unless turned off, or unless `--compile` (Inductor's kernels instead) or the bf16
-    all-reduce hook (Python per bucket, which a replay would skip) is on."""
-    return device.type == "cuda" and config.cuda_graph and not config.compile and config.allreduce_dtype == "fp32"
+    return fast_paths.choose(config, device.type).cuda_graph
 
 
 def prepare_device(config: TrainConfig, device: torch.device) -> None:
@@ -185,6 +206,10 @@ def evaluate(model: nn.Module, queries: DeviceQueries, rank: int, world_size: in
 
 
 def unwrap(model: nn.Module) -> nn.Module:
-    """The plain module inside DDP and/or torch.compile wrappers: what checkpoints and exports hold."""
-    model = getattr(model, "module", model)
-    return getattr(model, "_orig_mod", model)
+    """The plain module inside the data-parallel, fused-layer and torch.compile wrappers: what checkpoints and
+    exports hold."""
+    while True:
+        inner = model.module if hasattr(model, "module") else getattr(model, "_orig_mod", None)
+        if inner is None:
+            return model
+        model = inner

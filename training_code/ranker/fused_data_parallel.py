@@ -1,8 +1,8 @@
 """Data parallelism for the model's fused dense layers: each layer's gradients are written by their GEMM straight into
 the all-reduce buffer, and reduced as soon as they are all there. It takes DDP's place on GPU for the bf16 fused path
-(engine.wrap_data_parallel); DDP stays for everything else (and everywhere with `--data-parallel ddp`).
+(ranker.fast_paths decides where); DDP stays for everything else.
 
-What it saves over DDP (+4.8% samples/s at width 4096 on 2 H200s, docs/benchmarks.md):
+What it saves over DDP (measured in docs/benchmarks.md, optimisation log):
 - DDP hears that a gradient is ready only once autograd has accumulated it, after the layer's whole backward, input
   gradient included. Here a layer's backward computes its weight and bias gradients first and starts their
   all-reduce before the input gradient's GEMM, so the first layer's (the last to start) is not left exposed at the end.
@@ -12,8 +12,7 @@ Layers are grouped into buckets of at least BUCKET_BYTES in backward order, as D
 layer at width 4096, a few instead of seven at width 1024, where each all-reduce's fixed cost shows.
 
 With `shard_optimizer` (the default where there are several buckets) each bucket is reduce-scattered instead, and
-ranker.sharded_optimizer's AdamW updates this rank's shard and all-gathers it beside the rest of the backward pass
-(+6.5% at width 4096 on 2 H200s over the whole update on every rank).
+ranker.sharded_optimizer's AdamW updates this rank's shard and all-gathers it beside the rest of the backward pass.
 
 Parameters outside the dense layers (LayerNorm's) take the ordinary autograd path and are reduced together once the
 backward pass ends (they are small). Gradients are written, not accumulated: one backward pass per optimizer step.
@@ -30,13 +29,13 @@ from torch import nn
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 from torch.autograd import Variable
 
-from ranker.model import RankingMLP
+from ranker.fused_linear import fused_plan, fused_scores
 from ranker.symmetric_memory import symmetric_pool
 
 # In place (the output is this rank's part of the input); renamed from the `_tensor` spellings in newer torch.
 REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", dist.reduce_scatter_tensor)
 ALL_GATHER = getattr(dist, "all_gather_single", dist.all_gather_into_tensor)
-BUCKET_BYTES = 25 * 2**20  # DDP's default bucket_cap_mb; 8 MB buckets were 4.5% slower at width 1024 on 2 H200s
+BUCKET_BYTES = 25 * 2**20  # DDP's default bucket_cap_mb; smaller buckets were slower (docs/benchmarks.md)
 
 
 class Bucket:
@@ -57,7 +56,7 @@ class Bucket:
 
 class LayerGradients:
     """One dense layer's gradients: float32 views of the shared buffer that its backward writes into, and the call
-    that tells its bucket they are written."""
+    that tells its bucket they are written (ranker.fused_linear's GradientSlot)."""
 
     def __init__(self, owner: FusedDataParallel, layer: nn.Linear, flat: torch.Tensor, bucket: Bucket):
         self.owner, self.bucket = owner, bucket
@@ -71,9 +70,9 @@ class LayerGradients:
 
 class FusedDataParallel(nn.Module):
     """Wraps a RankingMLP like DDP does (`.module`, rank 0's weights broadcast at construction, averaged gradients
-    in `.grad` after backward), with the layers' gradients reduced as described in the module docstring. Trains
-    through the fused layers (ranker.fused_linear) wherever gradients are recorded, whatever the device: on GPU that
-    is the bf16 path the wrapper is chosen for; the CPU runs its tests.
+    in `.grad` after backward), with the layers' gradients reduced as described in the module docstring. Runs the
+    model through the fused layers (ranker.fused_linear), whatever the device: on GPU that is the bf16 path the
+    wrapper is chosen for (ranker.fast_paths); the CPU runs its tests.
 
     `shard_optimizer` (where the layers make more than one bucket): each bucket is reduce-scattered instead of
     all-reduced, so a rank holds the averaged gradient of its 1/world_size shard only and the layers' parameters get
@@ -82,12 +81,13 @@ class FusedDataParallel(nn.Module):
     during the rest of the backward pass. For that the layers' parameters are moved into one flat buffer laid out like
     the gradients'."""
 
-    def __init__(self, module: RankingMLP, bucket_bytes: int = BUCKET_BYTES, shard_optimizer: bool = False,
-                 symmetric_memory: bool = True):
+    def __init__(self, module: nn.Module, bucket_bytes: int = BUCKET_BYTES, shard_optimizer: bool = False,
+                 symmetric_memory: bool = False):
         super().__init__()
         if not dist.is_initialized():
             raise RuntimeError("FusedDataParallel: initialise the process group first")
         self.module = module
+        self.plan = fused_plan(module.layers)
         self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
         # NCCL averages in its kernel; gloo (the CPU tests) sums, and the sum is divided once reduced.
         self.backend_averages = dist.get_backend() == "nccl"
@@ -101,7 +101,7 @@ class FusedDataParallel(nn.Module):
         sizes = [sum(parameter.numel() for parameter in layer.parameters()) for layer in backward_order]
         groups = bucket_groups(sizes, bucket_bytes // torch.float32.itemsize)
         # With one bucket no backward is left to hide the sharded update under, and its two collectives cost more
-        # than one all-reduce (2.4-3.3% slower at width 1024 on 2 H200s, docs/benchmarks.md): the update stays whole.
+        # than one all-reduce (slower at width 1024 on 2 GPUs, docs/benchmarks.md): the update stays whole.
         self.shard_optimizer = shard_optimizer and len(groups) > 1
         padded = [padded_length(sum(sizes[i] for i in group), self.world_size) for group in groups]
         device = parameters[0].device
@@ -145,9 +145,7 @@ class FusedDataParallel(nn.Module):
         return self.parameter_buffer[start:start + length] if self.parameter_buffer is not None else None
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        if torch.is_grad_enabled():
-            return self.module.fused_forward(features, self.slots)
-        return self.module(features)
+        return fused_scores(self.plan, features, self.slots if torch.is_grad_enabled() else None)
 
     def written(self, slot: LayerGradients) -> None:
         """Called from a layer's backward once its gradients are in the buffer: once its bucket is complete, start the

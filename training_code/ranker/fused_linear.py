@@ -4,33 +4,35 @@ Autocast runs a layer as: matrix product with the bias (one GEMM), ReLU (a pass 
 backward pass the weight gradient comes out of its GEMM in bf16 and is then cast to the float32 parameter's dtype (a
 pass over the gradient). Here ReLU runs in the GEMM's epilogue (cuBLASLt, `torch._addmm_activation`) and the weight
 gradient's GEMM writes float32 directly (`torch.mm(..., out_dtype=torch.float32)`), as does the bias gradient's sum.
-At width 4096 that is ~0.45 ms of a ~7 ms step (docs/benchmarks.md). Same arithmetic as autocast: bf16 inputs,
-float32 accumulation, float32 gradients for the float32 parameters.
+What that is worth: docs/benchmarks.md, optimisation log. Same arithmetic as autocast: bf16 inputs, float32 accumulation, float32 gradients for
+the float32 parameters. ranker.fast_paths decides where these layers run (torch 2.8 and later, on GPU, bf16).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Protocol
 
 import torch
-
-if TYPE_CHECKING:
-    from ranker.fused_data_parallel import LayerGradients
+from torch import nn
 
 BF16 = torch.bfloat16
 
 
-def available(features: torch.Tensor) -> bool:
-    """Where this layer applies: CUDA under bf16 autocast, eager (elsewhere the model runs plain `Linear` + `ReLU`,
-    and under torch.compile Inductor does its own fusing)."""
-    return (features.is_cuda and not torch.compiler.is_compiling() and torch.is_autocast_enabled("cuda")
-            and torch.get_autocast_dtype("cuda") == BF16)
+class GradientSlot(Protocol):
+    """Where a layer's backward writes its parameters' float32 gradients instead of handing them to autograd (a
+    data-parallel wrapper's reduction buffer), and whom it tells once they are written."""
+
+    weight: torch.Tensor
+    bias: torch.Tensor | None
+
+    def written(self) -> None: ...
 
 
 class _FusedLinear(torch.autograd.Function):
     @staticmethod
     def forward(ctx, inputs: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, relu: bool,
-                slot: LayerGradients | None) -> torch.Tensor:
+                slot: GradientSlot | None) -> torch.Tensor:
         leading = inputs.shape[:-1]
         x = inputs.reshape(-1, inputs.shape[-1]).to(BF16)
         w = weight.to(BF16)
@@ -74,9 +76,50 @@ def float32_product(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None =
     return torch.mm(a.float(), b.float(), out=out)
 
 
-def fused_linear(inputs: torch.Tensor, layer: torch.nn.Linear, relu: bool,
-                 slot: LayerGradients | None = None) -> torch.Tensor:
+def fused_linear(inputs: torch.Tensor, layer: nn.Linear, relu: bool,
+                 slot: GradientSlot | None = None) -> torch.Tensor:
     """`relu(layer(inputs))` (or `layer(inputs)`) in bf16 with float32 gradients; see the module docstring. With a
     `slot`, the layer's gradients go there (and its all-reduce starts) instead of to autograd."""
     with torch.autocast("cuda", enabled=False):  # the dtypes are chosen explicitly above
         return _FusedLinear.apply(inputs, layer.weight, layer.bias, relu, slot)
+
+
+FusedPlan = list[tuple[nn.Module, bool]]
+"""The layers in order, each with whether the ReLU right after it runs in its GEMM (that ReLU is then left out)."""
+
+
+def fused_plan(layers: nn.Sequential) -> FusedPlan:
+    modules = list(layers)
+    plan: FusedPlan = []
+    index = 0
+    while index < len(modules):
+        relu = (isinstance(modules[index], nn.Linear) and index + 1 < len(modules)
+                and isinstance(modules[index + 1], nn.ReLU))
+        plan.append((modules[index], relu))
+        index += 2 if relu else 1
+    return plan
+
+
+def fused_scores(plan: FusedPlan, features: torch.Tensor,
+                 slots: Mapping[nn.Module, GradientSlot] | None = None) -> torch.Tensor:
+    """The scores of a model whose `layers` give `plan` (ranker.model.RankingMLP), each Linear run by `fused_linear`;
+    with `slots`, each Linear's gradients go to its slot."""
+    for module, relu in plan:
+        if isinstance(module, nn.Linear):
+            features = fused_linear(features, module, relu, slots[module] if slots is not None else None)
+        else:
+            features = module(features)
+    return features.squeeze(-1)
+
+
+class FusedLayers(nn.Module):
+    """Runs `module` (a RankingMLP) through the fused layers: what the loop trains and evaluates, on one process or
+    inside DDP, where ranker.fast_paths takes them. The module and its state_dict stay as they are."""
+
+    def __init__(self, module: nn.Module):
+        super().__init__()
+        self.module = module
+        self.plan = fused_plan(module.layers)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return fused_scores(self.plan, features)

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ranker import data as ranking_data
-from ranker import distributed, engine, export, plots, shards
+from ranker import distributed, engine, export, fast_paths, plots, shards
 from ranker.batches import DeviceQueries, EpochBatches, QueryBatches
 from ranker.checkpoint import seed_everything
 from ranker.config import ModelConfig, RunConfig, parse_config
@@ -68,7 +68,10 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
     device = distributed.device_for(topology)
     backend = distributed.resolve_backend(config.train.backend, topology, device.type == "cuda",
                                           distributed.smddp_available() if topology.launcher == "mpirun" else False)
-    distributed.init_process_group(topology, backend, device)
+    path = fast_paths.choose(config.train, device.type, topology.world_size, backend)
+    if topology.is_main:
+        print(path.describe(), flush=True)
+    distributed.init_process_group(topology, backend, device, path)
     engine.prepare_device(config.train, device)
     seed_everything(config.train.seed, topology.rank)
     train, validation, test = load_splits(config)
@@ -105,6 +108,24 @@ def load_splits(config: RunConfig) -> tuple[ranking_data.RankingData, ranking_da
         train, validation = train.with_log1p(), validation.with_log1p()
         test = test.with_log1p() if test is not None else None
     return train, validation, test
+
+
+def evaluate_split(session: Session, model: torch.nn.Module, split: str,
+                   loss_function: engine.LossFunction) -> dict[str, float]:
+    """`val_*` or `test_*` metrics of `model` (the plain model, whatever wraps it for training: every loop scores the
+    same module) over that split's queries, all ranks together (collective)."""
+    queries = session.validation if split == "val" else session.test
+    return evaluation_metrics(engine.evaluate(model, queries, session.topology.rank, session.topology.world_size,
+                                              loss_function), split)
+
+
+def final_metrics(session: Session, model: torch.nn.Module, loss_function: engine.LossFunction,
+                  train_loss: float) -> dict[str, float]:
+    """What metrics.json holds: the last train loss, validation and (with a test channel) test metrics."""
+    final = {"train_loss": train_loss, **evaluate_split(session, model, "val", loss_function)}
+    if session.test is not None:
+        final.update(evaluate_split(session, model, "test", loss_function))
+    return final
 
 
 def evaluation_metrics(totals: torch.Tensor, prefix: str) -> dict[str, float]:

@@ -1,7 +1,7 @@
 """AdamW with its work split across ranks (ZeRO stage 1): each rank updates only its shard of the parameters.
 
-Why: on 2 GPUs every rank used to run the whole AdamW update (0.9 ms of a 6.5 ms step at width 4096) after the
-backward pass, on gradients all-reduced to every rank. Here FusedDataParallel reduce-scatters each bucket's gradients
+Why: otherwise every rank runs the whole AdamW update after the backward pass, on gradients all-reduced to every
+rank (docs/benchmarks.md, optimisation log). Here FusedDataParallel reduce-scatters each bucket's gradients
 instead (half the bytes of an all-reduce on two ranks), and as soon as a bucket's shard is reduced, each rank updates
 its 1/world_size shard of it and all-gathers the result, on a stream beside the rest of the backward pass. Only the
 last bucket's update is left after the backward pass. The arithmetic is AdamW's, element by element, so the weights

@@ -3,12 +3,11 @@ registered with the communicator as symmetric windows (`ncclCommWindowRegister`)
 
 Why: on such buffers NCCL (2.27 and later) can run a collective as a symmetric kernel, which reads and writes the
 peers' memory directly over NVLink instead of staging it through ring channels: fewer SMs held for less time, so less
-is taken from the GEMMs running beside it. FusedDataParallel keeps its flat gradient and parameter buffers here: on 2
-H200s at width 4096 the sharded update's all-gathers take the symmetric kernel (0.66 ms of kernel time per step
-instead of 1.23 ms) and the step runs 2.5% faster; the reduce-scatters, averaging (AVG), keep NCCL's ring kernel
-(docs/benchmarks.md).
+is taken from the GEMMs running beside it. FusedDataParallel keeps its flat gradient and parameter buffers here,
+where ranker.fast_paths takes symmetric memory: the sharded update's all-gathers take the symmetric kernel; the
+reduce-scatters, averaging (AVG), keep NCCL's ring kernel (docs/benchmarks.md, optimisation log).
 
-Where NCCL cannot (a torch without NCCL's allocator, a backend other than NCCL, a registration NCCL refuses), the
+Where NCCL cannot (a backend other than NCCL, an allocator or registration NCCL refuses), the
 buffers are ordinary memory and the collectives NCCL's ordinary kernels: same results, only slower.
 
 A registration must be undone while its communicator lives: `register` arranges that through
@@ -60,11 +59,12 @@ class SymmetricPool:
 
 
 def symmetric_pool(device: torch.device) -> SymmetricPool | None:
-    """A pool where NCCL's symmetric memory can exist: CUDA, NCCL, and a torch that exposes NCCL's allocator."""
+    """A pool where NCCL's symmetric memory can exist: CUDA and NCCL (whether this torch has NCCL's allocator at all,
+    ranker.fast_paths decides)."""
     if device.type != "cuda" or not dist.is_initialized() or dist.get_backend() != "nccl":
         return None
     try:
         return SymmetricPool(device)
-    except (AttributeError, RuntimeError) as error:
+    except RuntimeError as error:
         log.warning("NCCL's allocator unavailable (%s); buffers stay ordinary memory", error)
         return None

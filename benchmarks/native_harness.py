@@ -1,4 +1,5 @@
-"""The training hot path as a benchmark drives it: build everything on a device, run N steps, nothing else.
+"""The native training step as a benchmark drives it: built as train_ddp.py builds it (engine.build_training), run for
+N steps, nothing else (no logging, checkpoints or validation).
 
     session = synthetic_session(ModelConfig(width=1024, norm="none", dropout=0), TrainConfig(batch_size=256), ...)
     harness = NativeHarness.build(session)
@@ -15,12 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks import project_code  # noqa: F401  (puts training_code on the path)
 import torch
 
 from ranker import engine
 from ranker.batches import DeviceQueries, EpochBatches
 from ranker.config import DataConfig, ModelConfig, PathsConfig, RunConfig, TrainConfig
+from ranker.data import RankingData
 from ranker.distributed import Topology
+from ranker.fast_paths import TrainingPath
 from ranker.losses import LOSSES
 from ranker.meter import TrainingMeter
 from ranker.session import Session
@@ -32,17 +36,25 @@ def synthetic_session(model: ModelConfig, train: TrainConfig, topology: Topology
                       backend: str = "") -> Session:
     """A session over synthetic queries: `batches_of_data` global batches of training data (the order reshuffles
     each epoch), a small validation set; the process group must already be initialised for world sizes above 1."""
-    engine.prepare_device(train, device)
     global_queries = train.batch_size * topology.world_size * batches_of_data
     data = generate(global_queries + 64, docs_per_query, model.num_features or 136, seed=train.seed)
-    training = data.select_queries(torch.arange(global_queries).numpy())
-    validation = data.select_queries(torch.arange(global_queries, global_queries + 64).numpy())
-    model = dataclasses.replace(model, num_features=data.num_features,
+    return session_over(data.select_queries(torch.arange(global_queries).numpy()),
+                        data.select_queries(torch.arange(global_queries, global_queries + 64).numpy()),
+                        model, train, topology, device, work_dir, backend)
+
+
+def session_over(training: RankingData, validation: RankingData, model: ModelConfig, train: TrainConfig,
+                 topology: Topology, device: torch.device, work_dir: Path = Path("bench-run"),
+                 backend: str = "") -> Session:
+    """A session over the given queries, held on `device` padded to one document count as a run holds them."""
+    engine.prepare_device(train, device)
+    model = dataclasses.replace(model, num_features=training.num_features,
                                 output_bias=model.output_bias and train.loss != "listwise")
     config = RunConfig(model=model, data=DataConfig(), train=train,
                        paths=PathsConfig(work_dir / "model", work_dir / "output", work_dir / "checkpoints"))
-    return Session(config, model, topology, backend, device, DeviceQueries.from_data(training, device),
-                   DeviceQueries.from_data(validation, device), None)
+    max_docs = max(training.max_docs, validation.max_docs)
+    return Session(config, model, topology, backend, device, DeviceQueries.from_data(training, device, max_docs),
+                   DeviceQueries.from_data(validation, device, max_docs), None)
 
 
 @dataclass
@@ -54,17 +66,16 @@ class NativeHarness:
     loss_function: Callable
     device: torch.device
     config: TrainConfig
+    path: TrainingPath
+    """The path ranker.fast_paths chose for this run (what a run's log line names)."""
 
     @classmethod
-    def build(cls, session: Session, total_steps: int = 10_000, fused_layers: bool = True) -> NativeHarness:
-        """`fused_layers=False`: autocast's Linear + ReLU instead of ranker.fused_linear (an ablation)."""
-        config, topology, device = session.config.train, session.topology, session.device
-        model = engine.build_model(session.model_config, device)
-        model.fused = fused_layers
-        trained = engine.wrap_for_training(model, device, topology.world_size, config)
-        optimizer = engine.build_optimizer(trained, config, device)
-        scheduler = engine.build_scheduler(optimizer, total_steps, config.warmup_fraction)
-        return cls(trained, optimizer, scheduler, session.training_batches(), LOSSES[config.loss], device, config)
+    def build(cls, session: Session, total_steps: int = 10_000) -> NativeHarness:
+        config, device = session.config.train, session.device
+        parts = engine.build_training(engine.build_model(session.model_config, device), device,
+                                      session.topology.world_size, config, total_steps)
+        return cls(parts.trained, parts.optimizer, parts.scheduler, session.training_batches(), LOSSES[config.loss],
+                   device, config, parts.path)
 
     def run(self, steps: int, on_step: Callable[[], None] | None = None) -> torch.Tensor:
         """`steps` optimizer steps across as many epochs as needed; returns the summed loss, still on the device."""
