@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.datasets import dump_svmlight_file
 
-from ranker.data import RankingData
+from ranker.ranking_data import RankingData
 
 # Share of a query's documents at each grade 0..4: most documents are irrelevant, few are perfect, as in LETOR.
 _GRADE_QUANTILES = (0.55, 0.8, 0.92, 0.98)
