@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import load_svmlight_file
 
 from ranker import letor_parser, shards
 from ranker.ranking_data import RankingData, concatenate
@@ -117,6 +116,10 @@ def _parse_fast(path: Path, num_features: int | None) -> letor_parser.ParsedRows
 
 
 def _parse_with_scikit_learn(path: Path, num_features: int | None) -> letor_parser.ParsedRows:
+    # Imported here, not at the top: scikit-learn (with scipy) takes about a second to import, and only files the
+    # vectorised parser hands back (compressed, or not valid LETOR) need it.
+    from sklearn.datasets import load_svmlight_file
+
     try:
         features, labels, qids = load_svmlight_file(str(path), n_features=num_features, dtype=np.float32,
                                                     query_id=True, zero_based=False)
