@@ -224,8 +224,14 @@ def test_data_pipeline_at_a_tiny_size_writes_its_section_and_says_the_gpu_figure
     section = _section(doc, "data-pipeline")
     stage_rows = [line for line in section.splitlines()
                   if line.startswith(("| parse", "| convert", "| stream", "| fill"))]
-    assert len(stage_rows) == 5  # parse, convert, stream, fill with one thread and with the default threads
+    # parse with scikit-learn and with ranker, convert, stream, fill with one thread and with the default threads
+    assert len(stage_rows) == 6
     assert all(float(row.split("|")[3].replace(",", "")) > 0 for row in stage_rows)
+    # and the whole job ran, its ingest line read back from its log
+    job_rows = {line.split("|")[1].strip(): line.split("|") for line in section.splitlines() if "|" in line}
+    whole_job = float(job_rows["the whole job: `train_ddp.py --max-steps 1`, launch to exit"][2])
+    ingest = float(job_rows["of which ingest (the job's `ingest:` line)"][2])
+    assert 0 < ingest < whole_job
     assert "No GPU figures to compare with" in section
     assert _section(doc, "trigger_latency").strip().endswith("kept as is")
     assert "| stream" in capsys.readouterr().out
@@ -235,8 +241,8 @@ def test_data_pipeline_counts_the_loaders_each_recorded_gpu_rate_needs(tmp_path)
     # Given GPU figures one loader surely keeps up with (1 doc/s) and surely cannot (10^12 docs/s)
     doc = tmp_path / "benchmarks.md"
     _gpu_scaling_section(doc, [_result("native", 64, 1, 1.0), _result("native", 8192, 1, 1e12)])
-    # When the data benchmark runs
-    data_pipeline.main([*TINY_RUN, "--doc", str(doc)])
+    # When the data benchmark runs (the whole job left out: the test above runs it)
+    data_pipeline.main([*TINY_RUN, "--job-repeats", "0", "--doc", str(doc)])
     # Then each width needs ceil(GPU rate / one loader thread's rate) threads, from the rate it measured
     section = _section(doc, "data-pipeline")
     fill_row = next(line for line in section.splitlines() if line.startswith("| fill"))
