@@ -374,7 +374,8 @@ def test_time_to_model_at_a_tiny_size_on_cpu_writes_its_section(tmp_path):
     for name in ("native", "plain PyTorch"):
         cells = rows[name]
         wall, phases, ndcg = float(cells[1]), [float(cell) for cell in cells[2:8]], float(cells[8])
-        assert wall > 0 and sum(phases) == pytest.approx(wall, abs=0.1) and 0 <= ndcg <= 1
+        # (each cell is rounded to 0.1 s, so six of them may miss the wall by up to 0.3 s)
+        assert wall > 0 and sum(phases) == pytest.approx(wall, abs=0.31) and 0 <= ndcg <= 1
     lightgbm = rows["LightGBM lambdarank"]
     # (LightGBM is a wheel carried to the GPU host; where it is missing its row says so instead of a time)
     assert lightgbm[-1].startswith("not installed") or float(lightgbm[1]) > 0
