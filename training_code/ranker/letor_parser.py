@@ -36,7 +36,7 @@ _KEEP_LAST_BYTES = np.array([((1 << (8 * n)) - 1) << (8 * (8 - n)) for n in rang
 _EXACT_MANTISSA = 2**53
 # Chunks of about this many bytes: big enough that numpy's per-call cost vanishes, small enough that each thread's
 # temporaries (about 20 bytes per text byte) stay modest and there are chunks to share out.
-CHUNK_BYTES = 8 << 20
+CHUNK_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -211,19 +211,24 @@ def _numbers(text: bytes, codes: np.ndarray, separator: np.ndarray, starts: np.n
     token_of = np.searchsorted(ends, marks, side="right")
     mark_codes = codes[marks]
     is_point = mark_codes == _POINT
-    is_leading_sign = ((mark_codes == _MINUS) | (mark_codes == _PLUS)) & (marks == starts[token_of])
-    # One weight per kind of mark, summed per token: 0 none, 1 one point, 3 a leading sign, 4 both; else not simple.
-    kinds = np.bincount(token_of, np.where(is_point, 1, np.where(is_leading_sign, 3, 9)), minlength=len(starts))
     lengths = ends - starts
     mark_count = np.bincount(token_of, minlength=len(starts))
     digit_count = lengths - mark_count
     all_digits = mark_count == 0
-    simple = np.isin(kinds, (0, 1, 3, 4)) & (mark_count <= 2) & (digit_count >= 1) & (digit_count <= _MAX_DIGITS)
-    fraction_digits = np.zeros(len(starts), np.int64)
-    fraction_digits[token_of[is_point]] = ends[token_of[is_point]] - marks[is_point] - 1
-    simple &= fraction_digits < len(_EXACT_SCALES)
+    # Simple: digits with at most one point and at most a leading sign besides.
+    simple = (mark_count <= 2) & (digit_count >= 1) & (digit_count <= _MAX_DIGITS)
+    point_tokens = token_of[is_point]
+    simple[point_tokens[1:][point_tokens[1:] == point_tokens[:-1]]] = False
     negative = np.zeros(len(starts), bool)
-    negative[token_of[is_leading_sign]] = mark_codes[is_leading_sign] == _MINUS
+    if not is_point.all():
+        others = np.flatnonzero(~is_point)
+        leading_sign = np.isin(mark_codes[others], (_MINUS, _PLUS)) & (marks[others] == starts[token_of[others]])
+        simple[token_of[others[~leading_sign]]] = False
+        signed = others[leading_sign]
+        negative[token_of[signed]] = mark_codes[signed] == _MINUS
+    fraction_digits = np.zeros(len(starts), np.int64)
+    fraction_digits[point_tokens] = ends[point_tokens] - marks[is_point] - 1
+    simple &= fraction_digits < len(_EXACT_SCALES)
 
     mantissa = _mantissas(codes[is_digit], digit_count)
     values = mantissa.astype(np.float64)
