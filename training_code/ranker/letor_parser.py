@@ -126,11 +126,11 @@ def _parse_chunk(chunk: memoryview) -> _ChunkRows | None:
         return None
     first_token = np.cumsum(counts) - counts
     position = _positions_in_rows(first_token, counts, len(starts))
-    is_value = (position > 0) & (position % 2 == 0)
+    is_value = (position > 0) & ((position & 1) == 0)
     after_colon = codes[starts - 1] == _COLON
     if not np.array_equal(after_colon, is_value) or np.count_nonzero(codes == _COLON) != np.count_nonzero(is_value):
         return None
-    if np.any(ends[:-1][is_value[1:]] != starts[1:][is_value[1:]] - 1):
+    if separator[starts[is_value] - 2].any():
         return None  # a colon with a space before it: `3 :0.5`
 
     is_qid_name = _qid_names(codes, starts, ends, position)
@@ -142,7 +142,7 @@ def _parse_chunk(chunk: memoryview) -> _ChunkRows | None:
     values, all_digits = numbers
     qid_position = np.zeros(len(starts), bool)
     qid_position[first_token[row_has_qid] + 2] = True
-    is_index = (position % 2 == 1) & ~is_qid_name
+    is_index = ((position & 1) == 1) & ~is_qid_name
     is_feature_value = is_value & ~qid_position
     if np.any(is_qid_name & (position != 1)) or not np.all(all_digits[is_index]):
         return None  # `qid` not first, or an index scikit-learn's int() reads differently (`+3`, `1_0`) or refuses
@@ -193,7 +193,7 @@ def _positions_in_rows(first_token: np.ndarray, counts: np.ndarray, num_tokens: 
 
 def _qid_names(text: np.ndarray, starts: np.ndarray, ends: np.ndarray, position: np.ndarray) -> np.ndarray:
     """Tokens spelled exactly `qid` right before a colon (position 1 of a row when well formed)."""
-    candidates = np.flatnonzero((ends - starts == 3) & (position % 2 == 1))
+    candidates = np.flatnonzero((ends - starts == 3) & ((position & 1) == 1))
     first = starts[candidates]
     spelled = (text[first] == ord("q")) & (text[first + 1] == ord("i")) & (text[first + 2] == ord("d"))
     is_name = np.zeros(len(starts), bool)
