@@ -51,6 +51,8 @@ class RankingData:
 
 
 def concatenate(parts: list[RankingData]) -> RankingData:
+    if len(parts) == 1:
+        return parts[0]  # a channel of one file: no copy of its (possibly multi-GB) features
     offsets = [parts[0].query_offsets]
     for part in parts[1:]:
         offsets.append(part.query_offsets[1:] + offsets[-1][-1])
