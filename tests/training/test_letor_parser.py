@@ -149,3 +149,18 @@ def test_a_value_beyond_float32_is_an_error_naming_its_line(tmp_path):
     path = write(tmp_path, "1 qid:1 1:1\n\n0 qid:1 2:3.5e38\n")
     with pytest.raises(ValueError, match=r"rank\.train:3: NaN or infinite value"):
         data.read_letor_file(path)
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n", "   \n# note\n"])
+def test_a_file_without_rows_is_an_error_naming_the_file(tmp_path, text):
+    with pytest.raises(ValueError, match=r"rank\.train: no rows; the channel file is empty"):
+        data.read_letor_file(write(tmp_path, text))
+
+
+def test_a_last_row_without_its_newline_is_taken_as_cut_short(tmp_path):
+    # Given a file whose last row stops inside a number (it still parses: `0.66` of `0.6627`)
+    path = write(tmp_path, "1 qid:1 1:0.5\n0 qid:1 2:0.66")
+    # Then the parser reads it like scikit-learn, and the reader refuses it naming the last line
+    assert_same_rows(path)
+    with pytest.raises(ValueError, match=r"rank\.train:2: the last row has no newline"):
+        data.read_letor_file(path)
