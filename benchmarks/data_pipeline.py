@@ -117,7 +117,10 @@ def measure_job(text: Path, work: Path, repeats: int) -> JobTiming:
         seconds = time.perf_counter() - started
         if finished.returncode:
             raise RuntimeError(f"the job failed ({finished.returncode}): {finished.stderr[-2000:]}")
-        runs.append(JobTiming(seconds, sum(ingest_seconds(finished.stdout))))
+        ingests = ingest_seconds(finished.stdout)
+        if not ingests:
+            raise RuntimeError(f"the job logged no `ingest:` line; its output ends:\n{finished.stdout[-2000:]}")
+        runs.append(JobTiming(seconds, sum(ingests)))
     return sorted(runs, key=lambda run: run.seconds)[len(runs) // 2]
 
 

@@ -227,11 +227,11 @@ def test_data_pipeline_at_a_tiny_size_writes_its_section_and_says_the_gpu_figure
     # parse with scikit-learn and with ranker, convert, stream, fill with one thread and with the default threads
     assert len(stage_rows) == 6
     assert all(float(row.split("|")[3].replace(",", "")) > 0 for row in stage_rows)
-    # and the whole job ran, its ingest line read back from its log
+    # and the whole job ran (the benchmark fails if its log lacks the `ingest:` line), ingest a part of its time
     job_rows = {line.split("|")[1].strip(): line.split("|") for line in section.splitlines() if "|" in line}
     whole_job = float(job_rows["the whole job: `train_ddp.py --max-steps 1`, launch to exit"][2])
     ingest = float(job_rows["of which ingest (the job's `ingest:` line)"][2])
-    assert 0 < ingest < whole_job
+    assert 0 <= ingest < whole_job
     assert "No GPU figures to compare with" in section
     assert _section(doc, "trigger_latency").strip().endswith("kept as is")
     assert "| stream" in capsys.readouterr().out
