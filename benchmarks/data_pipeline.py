@@ -1,11 +1,13 @@
-"""CPU side of the data path: LETOR text parsing, text-to-shard conversion and the streaming loader, against what the
-GPU trainers consume.
+"""CPU side of the data path: LETOR text parsing against scikit-learn's loader, the whole shipped job against that
+loader, text-to-shard conversion and the streaming loader, against what the GPU trainers consume.
 
-    python -m benchmarks.data_pipeline [--queries 2200] [--docs-per-query 32] [--features 136] [--repeats 3]
+    python -m benchmarks.data_pipeline [--queries 2000] [--docs-per-query 100] [--features 136] [--repeats 1]
 
-Writes a synthetic LETOR text file (a `qid:` column and 4-decimal values, about 1.5 KB a document as in MSLR-WEB;
-the default is about 105 MB), then times these stages, each a warm-up run and the median of `--repeats` runs:
-  parse    ranker.data.read_letor_file: text to dense arrays
+Writes a synthetic LETOR text file (a `qid:` column and 4-decimal values, about 1.4 KB a document as in MSLR-WEB;
+the default is about 275 MB), then times these stages, each the median of `--repeats` runs (the text stages with the
+file in the page cache, as it is right after the write; the others after an untimed warm-up):
+  parse    scikit-learn's load_svmlight_file (the baseline), then ranker.data.read_letor_file on the same file
+  job      `python train_ddp.py --train FILE --max-steps 1` from launch to exit, beside the loader alone
   convert  ranker.convert's command, text in to binary shards out (parse + write)
   stream   ranker.streaming.StreamingBatches over those shards, in the trainer's batch shape (256 queries)
   fill     the loader threads' work alone (one thread, then the default number at once): what a GPU rank's loader
@@ -24,6 +26,8 @@ import math
 import os
 import re
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -33,10 +37,13 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.project_code import DOCS_PER_QUERY
+from benchmarks.project_code import TRAINING_CODE
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
+from sklearn.datasets import load_svmlight_file
+
 from ranker import convert, data, synthetic
 from ranker.batches import epoch_permutation
+from ranker.letor_parser import available_cores
 from ranker.streaming import StreamingBatches
 
 # The trainers' batch: 8192 documents per GPU = 256 whole queries of 32 documents (benchmarks/project_trainers.py).
@@ -60,9 +67,11 @@ class StageRate:
         return self.docs / self.seconds
 
 
-def median_seconds(run: Callable[[], object], repeats: int) -> float:
-    """Median wall time of `repeats` runs after one untimed warm-up (imports, page cache, allocator)."""
-    run()
+def median_seconds(run: Callable[[], object], repeats: int, warm_up: bool = True) -> float:
+    """Median wall time of `repeats` runs, after one untimed warm-up (imports, page cache, allocator) unless the
+    run is long and its input already warm."""
+    if warm_up:
+        run()
     times = []
     for _ in range(repeats):
         started = time.perf_counter()
@@ -72,21 +81,60 @@ def median_seconds(run: Callable[[], object], repeats: int) -> float:
 
 
 def write_letor_text(folder: Path, queries: int, docs_per_query: int, features: int) -> Path:
-    # write_letor rounds to 4 places, so the file has real LETOR's size per document.
+    # write_letor prints 4 decimals, so the file has real LETOR's size per document.
     return synthetic.write_letor(synthetic.generate(queries, docs_per_query, features), folder, with_qid=True)
 
 
-def measure_parse(text: Path, docs: int, repeats: int) -> StageRate:
-    seconds = median_seconds(lambda: data.read_letor_file(text), repeats)
-    return StageRate("parse: LETOR text -> arrays", seconds, docs, text_bytes=text.stat().st_size)
+def scikit_learn_loader(text: Path) -> None:
+    """What ranker.data read with before its own parser, and what a hand-written PyTorch script reads with."""
+    load_svmlight_file(str(text), dtype="float32", query_id=True, zero_based=False)
+
+
+def measure_parse(text: Path, docs: int, repeats: int) -> list[StageRate]:
+    size = text.stat().st_size
+    baseline = median_seconds(lambda: scikit_learn_loader(text), repeats, warm_up=False)
+    ours = median_seconds(lambda: data.read_letor_file(text), repeats, warm_up=False)
+    return [StageRate("parse: scikit-learn's load_svmlight_file (baseline)", baseline, docs, text_bytes=size),
+            StageRate(f"parse: ranker.data.read_letor_file ({available_cores()} threads)", ours, docs,
+                      text_bytes=size)]
+
+
+@dataclass(frozen=True)
+class JobTiming:
+    seconds: float
+    ingest_seconds: float
+
+
+def measure_job(text: Path, work: Path, repeats: int) -> JobTiming:
+    """The shipped native entry point as a job runs it (a fresh interpreter, shipped defaults), one step."""
+    command = [sys.executable, "train_ddp.py", "--train", str(text), "--max-steps", "1", "--model-dir",
+               str(work / "model"), "--output-data-dir", str(work / "output"), "--checkpoint-dir",
+               str(work / "checkpoints")]
+    runs = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        finished = subprocess.run(command, cwd=TRAINING_CODE, capture_output=True, text=True, check=False)
+        seconds = time.perf_counter() - started
+        if finished.returncode:
+            raise RuntimeError(f"the job failed ({finished.returncode}): {finished.stderr[-2000:]}")
+        ingests = ingest_seconds(finished.stdout)
+        if not ingests:
+            raise RuntimeError(f"the job logged no `ingest:` line; its output ends:\n{finished.stdout[-2000:]}")
+        runs.append(JobTiming(seconds, sum(ingests)))
+    return sorted(runs, key=lambda run: run.seconds)[len(runs) // 2]
+
+
+def ingest_seconds(log: str) -> list[float]:
+    """The seconds of each `ingest:` line a job printed (ranker.data logs one per channel and process)."""
+    return [float(seconds) for seconds in re.findall(r"^ingest: .* in ([0-9.]+)s$", log, re.MULTILINE)]
 
 
 def measure_convert(text: Path, output: Path, docs: int, repeats: int) -> StageRate:
     def run_converter() -> None:
-        with contextlib.redirect_stdout(io.StringIO()):  # its one-line summary would interleave with the table
+        with contextlib.redirect_stdout(io.StringIO()):  # its summary lines would interleave with the table
             convert.main(["--input", str(text), "--output", str(output)])
 
-    seconds = median_seconds(run_converter, repeats)
+    seconds = median_seconds(run_converter, repeats, warm_up=False)
     return StageRate("convert: text -> binary shards", seconds, docs, text_bytes=text.stat().st_size)
 
 
@@ -192,24 +240,44 @@ def verdict(one_thread: StageRate, loader: StageRate, threads: int, gpu_rates: d
             "limit while the data fits in GPU memory.")
 
 
-def render(stages: list[StageRate], gpu_rates: dict[int, float], gpu_machine: str | None, args: argparse.Namespace,
-           text_mb: float, shard_mb: float, load_at_start: float) -> str:
+def job_table(baseline: StageRate, ours: StageRate, job: JobTiming | None) -> str:
+    if job is None:
+        return "Not run (`--job-repeats 0`)."
+    rows = [["scikit-learn's loader alone, on the same file", f"{baseline.seconds:.2f}", "1.00"],
+            ["ranker.data.read_letor_file alone", f"{ours.seconds:.2f}", f"{ours.seconds / baseline.seconds:.2f}"],
+            ["the whole job: `train_ddp.py --max-steps 1`, launch to exit", f"{job.seconds:.2f}",
+             f"{job.seconds / baseline.seconds:.2f}"],
+            ["  of which ingest (the job's `ingest:` line)", f"{job.ingest_seconds:.2f}",
+             f"{job.ingest_seconds / baseline.seconds:.2f}"],
+            ["  of which everything else (start-up, set-up, the step, evaluation, export)",
+             f"{job.seconds - job.ingest_seconds:.2f}", f"{(job.seconds - job.ingest_seconds) / baseline.seconds:.2f}"]]
+    return markdown_table(["run", "seconds", "x the loader alone"], rows)
+
+
+def render(stages: list[StageRate], job: JobTiming | None, gpu_rates: dict[int, float], gpu_machine: str | None,
+           args: argparse.Namespace, text_mb: float, shard_mb: float, load_at_start: float) -> str:
     one_thread, loader = stages[-2:]
     threads = loader.batches // one_thread.batches
     bytes_per_doc = 4 * args.features + 4  # float32 features and label per document, as the shards store them
     comparison = demand_table(one_thread, loader, threads, gpu_rates, bytes_per_doc) if gpu_rates else ""
+    baseline, ours = stages[:2]
     return (
         f"{provenance()}\n- CPU cores: {os.cpu_count()}, load average {load_at_start:.1f} at the start (other work "
         f"on the machine lowers these figures); torch {torch.__version__}\n"
         f"- Data: synthetic LETOR text, {args.queries:,} queries x {args.docs_per_query} documents x "
         f"{args.features} features ({text_mb:,.1f} MB of text, {shard_mb:,.1f} MB of shards); median of "
-        f"{args.repeats} timed run(s) after a warm-up\n"
+        f"{args.repeats} timed run(s); text in the page cache\n"
         f"- Loader: StreamingBatches, batches of {BATCH_QUERIES} queries ({BATCH_QUERIES * args.docs_per_query} "
         "documents), shards in the page cache (from a cold disk, the shard read rate below must also come from the "
         "disk). `stream` is the whole loader on the CPU device, which adds a host copy of each batch; `fill` is its "
         "threads' work alone, the loader's CPU cost on a GPU, where the copy to the device is an asynchronous DMA "
         "(an upper bound there: the threads share the interpreter lock with the training loop)\n\n"
         f"{stage_table(stages)}\n\n"
+        f"Parsing: {ours.text_bytes / ours.seconds / 1e6:,.1f} MB/s against scikit-learn's "
+        f"{baseline.text_bytes / baseline.seconds / 1e6:,.1f} MB/s ({baseline.seconds / ours.seconds:.1f}x), the "
+        "same arrays (tests/training/test_letor_parser.py).\n\n"
+        "The whole shipped job on that file, against the loader alone (a fresh interpreter, shipped defaults, CPU):"
+        f"\n\n{job_table(baseline, ours, job)}\n\n"
         f"What the GPU trainers consume ({gpu_machine or 'no GPU run recorded'}, from the `{GPU_SECTION}` section; "
         "each rank runs its own loader):\n\n"
         f"{comparison}\n\n{verdict(one_thread, loader, threads, gpu_rates)}\n"
@@ -222,10 +290,12 @@ def folder_megabytes(folder: Path) -> float:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--queries", type=int, default=2200, help="queries in the synthetic text file")
-    parser.add_argument("--docs-per-query", type=int, default=DOCS_PER_QUERY, help="documents per query")
+    parser.add_argument("--queries", type=int, default=2000, help="queries in the synthetic text file")
+    parser.add_argument("--docs-per-query", type=int, default=100, help="documents per query")
     parser.add_argument("--features", type=int, default=136, help="features per document (MSLR-WEB uses 136)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per stage, after one warm-up")
+    parser.add_argument("--repeats", type=int, default=1, help="timed runs per stage (median)")
+    parser.add_argument("--job-repeats", type=int, default=None,
+                        help="runs of the whole job (default: --repeats; 0 leaves the job out)")
     parser.add_argument("--stream-batches", type=int, default=40, help="batches the loader serves per timed run")
     parser.add_argument("--doc", type=Path, default=BENCHMARKS_DOC, help="Markdown file to write the section into")
     args = parser.parse_args(argv)
@@ -238,7 +308,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"writing {args.queries:,} queries of synthetic LETOR text ...", flush=True)
         text = write_letor_text(text_dir, args.queries, args.docs_per_query, args.features)
         docs = args.queries * args.docs_per_query
-        stages = [measure_parse(text, docs, args.repeats), measure_convert(text, shard_dir, docs, args.repeats)]
+        stages = [*measure_parse(text, docs, args.repeats), measure_convert(text, shard_dir, docs, args.repeats)]
+        print("timing the whole job ...", flush=True)
+        job_repeats = args.repeats if args.job_repeats is None else args.job_repeats
+        job = measure_job(text, Path(work) / "job", job_repeats) if job_repeats else None
         loader = StreamingBatches(shard_dir, BATCH_QUERIES, rank=0, world_size=1, seed=0, device=torch.device("cpu"))
         stages += [measure_stream(loader, args.stream_batches, args.repeats),
                    measure_fill(loader, args.stream_batches, args.repeats, threads=1),
@@ -246,9 +319,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         text_mb, shard_mb = text.stat().st_size / 1e6, folder_megabytes(shard_dir)
 
     gpu_rates, gpu_machine = recorded_gpu_rates(args.doc)
-    body = render(stages, gpu_rates, gpu_machine, args, text_mb, shard_mb, load_at_start)
+    body = render(stages, job, gpu_rates, gpu_machine, args, text_mb, shard_mb, load_at_start)
     print(body)
-    write_section("data-pipeline", "CPU data path: parsing, conversion, streaming loader", body, doc=args.doc)
+    write_section("data-pipeline", "CPU data path: parsing, the whole job, conversion, streaming loader", body,
+                  doc=args.doc)
     print(f"written to {args.doc}")
 
 

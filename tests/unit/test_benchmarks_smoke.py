@@ -224,8 +224,14 @@ def test_data_pipeline_at_a_tiny_size_writes_its_section_and_says_the_gpu_figure
     section = _section(doc, "data-pipeline")
     stage_rows = [line for line in section.splitlines()
                   if line.startswith(("| parse", "| convert", "| stream", "| fill"))]
-    assert len(stage_rows) == 5  # parse, convert, stream, fill with one thread and with the default threads
+    # parse with scikit-learn and with ranker, convert, stream, fill with one thread and with the default threads
+    assert len(stage_rows) == 6
     assert all(float(row.split("|")[3].replace(",", "")) > 0 for row in stage_rows)
+    # and the whole job ran (the benchmark fails if its log lacks the `ingest:` line), ingest a part of its time
+    job_rows = {line.split("|")[1].strip(): line.split("|") for line in section.splitlines() if "|" in line}
+    whole_job = float(job_rows["the whole job: `train_ddp.py --max-steps 1`, launch to exit"][2])
+    ingest = float(job_rows["of which ingest (the job's `ingest:` line)"][2])
+    assert 0 <= ingest < whole_job
     assert "No GPU figures to compare with" in section
     assert _section(doc, "trigger_latency").strip().endswith("kept as is")
     assert "| stream" in capsys.readouterr().out
@@ -235,8 +241,8 @@ def test_data_pipeline_counts_the_loaders_each_recorded_gpu_rate_needs(tmp_path)
     # Given GPU figures one loader surely keeps up with (1 doc/s) and surely cannot (10^12 docs/s)
     doc = tmp_path / "benchmarks.md"
     _gpu_scaling_section(doc, [_result("native", 64, 1, 1.0), _result("native", 8192, 1, 1e12)])
-    # When the data benchmark runs
-    data_pipeline.main([*TINY_RUN, "--doc", str(doc)])
+    # When the data benchmark runs (the whole job left out: the test above runs it)
+    data_pipeline.main([*TINY_RUN, "--job-repeats", "0", "--doc", str(doc)])
     # Then each width needs ceil(GPU rate / one loader thread's rate) threads, from the rate it measured
     section = _section(doc, "data-pipeline")
     fill_row = next(line for line in section.splitlines() if line.startswith("| fill"))
@@ -310,3 +316,66 @@ def test_the_profile_breakdown_refuses_a_trace_without_gpu_kernels():
 
     with pytest.raises(SystemExit, match="no GPU kernels"):
         breakdown({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 5}]}, steps=1)
+
+
+# --- benchmarks.time_to_model --------------------------------------------------------------------------------------
+
+
+def test_time_to_model_splits_a_run_into_phases_that_add_up_to_its_wall():
+    from benchmarks.time_to_model import PHASES, project_events
+
+    # Given an entry point's log as it arrives (seconds since launch, line), with an ingest line per channel
+    lines = [(4.0, "ingest: /data/rank.train: 10 queries, 80 documents x 12 features from 0.1 MB of text (50 MB/s) "
+                   "in 2.00s"),
+             (4.5, "ingest: /data/rank.test: 2 queries, 16 documents x 12 features from 0.0 MB of text (40 MB/s) in "
+                   "0.40s"),
+             (6.0, "epoch=0 step=10 train_loss=1.5 learning_rate=0.001 samples_per_second=1000"),
+             (9.0, "epoch=1 step=20 train_loss=1.2 learning_rate=0.0005 samples_per_second=1100"),
+             (9.5, "epoch=1 step=20 train_loss=1.2 val_loss=1.1 val_ndcg@10=0.6 test_ndcg@1=0.4 test_ndcg@10=0.61"),
+             (10.0, "<exit>")]
+    # When its events are read
+    events, ndcg = project_events(lines)
+    from benchmarks.time_to_model import Run
+
+    phases = Run("native", 1, events, ndcg).phases()
+    # Then ingest starts where the first ingest line says it began, and the phases are the gaps between events
+    assert list(phases) == list(PHASES)
+    assert phases == pytest.approx({"start-up": 2.0, "ingest": 2.5, "to device": 1.5, "training": 3.0,
+                                    "evaluation": 0.5, "saving": 0.5})
+    assert ndcg == 0.61
+
+
+def test_the_second_gpu_pays_for_itself_from_fixed_cost_over_saving_per_epoch():
+    from benchmarks.time_to_model import Run, payoff_statement
+
+    def run(gpus: int, training: float, wall: float) -> Run:
+        events = {"ingest start": 1.0, "ingest end": 2.0, "training start": 3.0, "training end": 3.0 + training,
+                  "evaluation end": wall - 0.5, "exit": wall}
+        return Run("native", gpus, events, 0.9)
+
+    # 1 GPU: 10 s fixed + 20 s training over 10 epochs; 2 GPUs: 13 s fixed + 10 s training
+    statement = payoff_statement([run(1, 20.0, 30.0), run(2, 10.0, 23.0)], epochs=10)
+    # 1 s saved per epoch against 3 s more fixed cost: 3 epochs
+    assert "from 3.0 epochs on" in statement and "faster at 10" in statement
+
+
+@pytest.mark.slow
+def test_time_to_model_at_a_tiny_size_on_cpu_writes_its_section(tmp_path):
+    from benchmarks import time_to_model
+
+    # When the native entry point and the plain script run on one CPU process at a tiny size
+    doc = tmp_path / "benchmarks.md"
+    time_to_model.main(["--device", "cpu", "--queries", "40", "--docs-per-query", "6", "--features", "8", "--epochs",
+                        "1", "--gpus", "1", "--runs", "native,plain,lightgbm", "--lightgbm-rounds", "3",
+                        "--work", str(tmp_path / "work"), "--doc", str(doc)])
+    # Then each row has a wall time that its phases add up to and a held-out NDCG@10 in [0, 1]
+    rows = {line.split("|")[1].strip(): [cell.strip() for cell in line.split("|")[2:-1]]
+            for line in _section(doc, "time-to-model").splitlines() if line.startswith("| ") and "GPUs" not in line}
+    for name in ("native", "plain PyTorch"):
+        cells = rows[name]
+        wall, phases, ndcg = float(cells[1]), [float(cell) for cell in cells[2:8]], float(cells[8])
+        # (each cell is rounded to 0.1 s, so six of them may miss the wall by up to 0.3 s)
+        assert wall > 0 and sum(phases) == pytest.approx(wall, abs=0.31) and 0 <= ndcg <= 1
+    lightgbm = rows["LightGBM lambdarank"]
+    # (LightGBM is a wheel carried to the GPU host; where it is missing its row says so instead of a time)
+    assert lightgbm[-1].startswith("not installed") or float(lightgbm[1]) > 0

@@ -7,67 +7,21 @@ query: how many consecutive rows it has). Binary channels hold `.npy` shards wri
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
-from dataclasses import dataclass
+import time
 from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import load_svmlight_file
 
-from ranker import shards
+from ranker import letor_parser, shards
+from ranker.ranking_data import RankingData, concatenate
 
 # A LETOR row starts with a numeric label, then an optional qid, then index:value pairs (or nothing).
 _LETOR_ROW = re.compile(r"^\s*[-+]?[0-9.]+(\s+qid:\S+)?(\s+[0-9]+:\S+)*\s*(#.*)?$")
-
-
-@dataclass(frozen=True)
-class RankingData:
-    """Documents as dense float32 rows; query `q` owns rows `query_offsets[q]:query_offsets[q + 1]`."""
-
-    features: np.ndarray
-    labels: np.ndarray
-    query_offsets: np.ndarray
-
-    @property
-    def num_queries(self) -> int:
-        return len(self.query_offsets) - 1
-
-    @property
-    def num_features(self) -> int:
-        return self.features.shape[1]
-
-    @property
-    def max_docs(self) -> int:
-        return int(np.diff(self.query_offsets).max(initial=0))
-
-    def select_queries(self, query_indices: np.ndarray) -> RankingData:
-        sizes = np.diff(self.query_offsets)[query_indices]
-        rows = np.concatenate([np.arange(self.query_offsets[q], self.query_offsets[q + 1]) for q in query_indices])
-        return RankingData(self.features[rows], self.labels[rows], np.concatenate([[0], np.cumsum(sizes)]))
-
-    def padded(self, max_docs: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """`[queries, max_docs, features]` features, `[queries, max_docs]` labels and mask, so per-query
-        losses and metrics vectorise; padded slots are zero and masked out."""
-        max_docs = max_docs or self.max_docs
-        sizes = np.diff(self.query_offsets)
-        mask = np.arange(max_docs)[None, :] < sizes[:, None]
-        features = np.zeros((self.num_queries, max_docs, self.num_features), dtype=np.float32)
-        labels = np.zeros((self.num_queries, max_docs), dtype=np.float32)
-        features[mask] = self.features
-        labels[mask] = self.labels
-        return features, labels, mask
-
-    def with_log1p(self) -> RankingData:
-        return RankingData(np.log1p(np.maximum(self.features, 0)), self.labels, self.query_offsets)
-
-
-def concatenate(parts: list[RankingData]) -> RankingData:
-    offsets = [parts[0].query_offsets]
-    for part in parts[1:]:
-        offsets.append(part.query_offsets[1:] + offsets[-1][-1])
-    return RankingData(np.concatenate([p.features for p in parts]), np.concatenate([p.labels for p in parts]),
-                       np.concatenate(offsets))
+# Compressed files go to scikit-learn's reader, which opens them by these suffixes.
+_COMPRESSED = (".gz", ".bz2")
 
 
 def split_queries(data: RankingData, fraction: float, seed: int) -> tuple[RankingData, RankingData]:
@@ -83,15 +37,29 @@ def split_queries(data: RankingData, fraction: float, seed: int) -> tuple[Rankin
 def load_channel(path: Path, num_features: int | None = None) -> RankingData:
     """Every data file in a channel, as one data set with `num_features` columns (default: from the data)."""
     path = Path(path)
+    started = time.perf_counter()
     if shards.is_shard_dir(path):
-        return shards.read_all(path, num_features)
+        loaded = shards.read_all(path, num_features)
+        _log_ingest(path, loaded, started, text_bytes=0)
+        return loaded
     files = [path] if path.is_file() else sorted(p for p in path.iterdir() if is_letor_file(p)) if path.is_dir() else []
     if not files:
         raise ValueError(f"channel {path}: no LETOR text files or binary shards found; point the channel at a folder "
                          "holding rank.train (+ rank.train.query) or the output of ranker.convert")
     parts = [read_letor_file(file, num_features) for file in files]
     widest = max(part.num_features for part in parts)
-    return concatenate([_widen(part, widest) for part in parts])
+    loaded = concatenate([_widen(part, widest) for part in parts])
+    _log_ingest(path, loaded, started, text_bytes=sum(file.stat().st_size for file in files))
+    return loaded
+
+
+def _log_ingest(path: Path, loaded: RankingData, started: float, text_bytes: int) -> None:
+    """One line per channel and process, which benchmarks.time_to_model reads to split a job's wall time."""
+    seconds = time.perf_counter() - started
+    source = f"{text_bytes / 1e6:,.1f} MB of text ({text_bytes / 1e6 / max(seconds, 1e-9):,.0f} MB/s)" \
+        if text_bytes else "binary shards"
+    print(f"ingest: {path}: {loaded.num_queries:,} queries, {len(loaded.labels):,} documents x "
+          f"{loaded.num_features} features from {source} in {seconds:.2f}s", flush=True)
 
 
 def _widen(data: RankingData, num_features: int) -> RankingData:
@@ -115,7 +83,43 @@ def is_letor_file(path: Path) -> bool:
 
 
 def read_letor_file(path: Path, num_features: int | None = None) -> RankingData:
-    """One LETOR/SVMlight text file; feature index 1 is column 0. Errors name the file and line."""
+    """One LETOR/SVMlight text file; feature index 1 is column 0. Errors name the file and line.
+
+    The rows are those scikit-learn's svmlight reader gives (the vectorised ranker.letor_parser reads them, and
+    hands any file it cannot vouch for to scikit-learn, which then also words the error)."""
+    path = Path(path)
+    rows = _parse_fast(path, num_features)
+    if rows is None:
+        rows = _parse_with_scikit_learn(path, num_features)
+    if rows.features.shape[0] == 0:
+        raise ValueError(f"{path}: no rows; the channel file is empty")
+    _refuse_cut_off_last_row(path)
+    group_file = path.with_name(path.name + ".query")
+    if rows.qids is not None and rows.qids.any():
+        order, offsets = _groups_from_qids(rows.qids)
+    elif group_file.is_file():
+        order, offsets = None, _groups_from_file(group_file, len(rows.labels))
+    else:
+        raise ValueError(f"{path}: no qid column and no group file {group_file.name}; add `qid:` to each row "
+                         f"or write {group_file} with one query size per line")
+    labels = rows.labels.astype(np.float32)
+    if order is None:  # rows already in query order: no copy of the features
+        return RankingData(rows.features, labels, offsets)
+    return RankingData(rows.features[order], labels[order], offsets)
+
+
+def _parse_fast(path: Path, num_features: int | None) -> letor_parser.ParsedRows | None:
+    if path.suffix in _COMPRESSED or path.stat().st_size == 0:
+        return None
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as text:
+        return letor_parser.parse(text, num_features)
+
+
+def _parse_with_scikit_learn(path: Path, num_features: int | None) -> letor_parser.ParsedRows:
+    # Imported here, not at the top: scikit-learn (with scipy) takes about a second to import, and only files the
+    # vectorised parser hands back (compressed, or not valid LETOR) need it.
+    from sklearn.datasets import load_svmlight_file
+
     try:
         features, labels, qids = load_svmlight_file(str(path), n_features=num_features, dtype=np.float32,
                                                     query_id=True, zero_based=False)
@@ -123,23 +127,18 @@ def read_letor_file(path: Path, num_features: int | None = None) -> RankingData:
         line = _first_bad_line(path)
         raise ValueError(f"{path}:{line}: not a LETOR row ({error}); each line must be "
                          "`label [qid:Q] index:value ...` with 1-based indices") from error
-    if features.shape[0] == 0:
-        raise ValueError(f"{path}: no rows; the channel file is empty")
-    _refuse_cut_off_last_row(path)
+    if 0 < qids.size < features.shape[0]:
+        raise ValueError(f"{path}: {qids.size} of {features.shape[0]} rows have a qid: column; give every row "
+                         "one, or none and a group file")
+    if qids.size == 0:
+        qids = None
     dense = features.toarray()
     bad_rows = np.flatnonzero(~np.isfinite(dense).all(axis=1) | ~np.isfinite(labels))
     if bad_rows.size:
+        _refuse_cut_off_last_row(path)  # a cut-off file is the likelier cause: say that first
         raise ValueError(f"{path}:{_line_of_row(path, int(bad_rows[0]))}: NaN or infinite value; "
                          "fix or drop that row")
-    group_file = path.with_name(path.name + ".query")
-    if qids.any():
-        order, offsets = _groups_from_qids(qids)
-    elif group_file.is_file():
-        order, offsets = np.arange(len(labels)), _groups_from_file(group_file, len(labels))
-    else:
-        raise ValueError(f"{path}: no qid column and no group file {group_file.name}; add `qid:` to each row "
-                         f"or write {group_file} with one query size per line")
-    return RankingData(dense[order], labels[order].astype(np.float32), offsets)
+    return letor_parser.ParsedRows(dense, labels, qids)
 
 
 def _refuse_cut_off_last_row(path: Path) -> None:
@@ -162,8 +161,13 @@ def _refuse_cut_off_last_row(path: Path) -> None:
                      "upload or copy); upload the complete file again, or end the row with a newline if it is whole")
 
 
-def _groups_from_qids(qids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of a query need not be adjacent: group them, queries in order of first appearance."""
+def _groups_from_qids(qids: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """Rows of a query need not be adjacent: group them, queries in order of first appearance. The order is None
+    when the rows already are grouped (the usual case), so the caller need not copy them."""
+    boundaries = np.flatnonzero(qids[1:] != qids[:-1]) + 1
+    run_qids = qids[np.concatenate([[0], boundaries])]
+    if len(np.unique(run_qids)) == len(run_qids):  # each query's rows are one run: already in order
+        return None, np.concatenate([[0], boundaries, [len(qids)]])
     _, first_seen, inverse = np.unique(qids, return_index=True, return_inverse=True)
     query_rank = np.argsort(np.argsort(first_seen))[inverse]
     order = np.argsort(query_rank, kind="stable")

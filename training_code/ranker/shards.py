@@ -10,12 +10,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from ranker.data import RankingData
+from ranker.ranking_data import RankingData, concatenate
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
@@ -35,8 +33,6 @@ def read_manifest(folder: Path) -> dict:
 
 def open_shard(folder: Path, name: str) -> RankingData:
     """One shard as ranking data whose features and labels stay on disk (memory-mapped)."""
-    from ranker.data import RankingData  # ranker.data reads shards too: imported here to keep the import acyclic
-
     folder = Path(folder)
     # Plain ndarray views of the maps: slicing an np.memmap builds a memmap object per slice, about half the
     # loader's time per batch; the view reads the same pages without that overhead.
@@ -71,8 +67,6 @@ def write_shards(data: RankingData, folder: Path, docs_per_shard: int = 1_000_00
 
 
 def read_all(folder: Path, num_features: int | None = None) -> RankingData:
-    from ranker.data import RankingData, concatenate
-
     manifest = read_manifest(folder)
     if num_features and num_features < manifest["num_features"]:
         raise ValueError(f"num_features: {num_features} is fewer than the {manifest['num_features']} columns of "
