@@ -28,6 +28,7 @@ from benchmarks.timing import StepWindows, append_result, summarise
 from ranker import distributed
 from ranker.config import ModelConfig, TrainConfig
 from ranker.distributed import Topology
+from ranker.lightning_callbacks import MetricLines
 from ranker.lightning_data import RankingDataModule
 from ranker.lightning_module import RankingModule
 from ranker.session import Session
@@ -73,7 +74,9 @@ def run_lightning(session: Session, steps: int, on_step: Callable[[], None]) -> 
     """`steps` optimizer steps of train_lightning's Trainer (its strategy and precision) and RankingModule, compiled
     when the session asks; no validation, checkpoints, loggers or progress bar inside the timed run."""
     config = dataclasses.replace(session.config, train=dataclasses.replace(session.config.train, max_steps=steps))
-    trainer = build_trainer(config, session.topology, [OnEveryStep(on_step)], loggers=False,
+    # The metric-line callback adds each step's loss and documents on the device, as the native step does.
+    callbacks = [MetricLines(config.train.log_every), OnEveryStep(on_step)]
+    trainer = build_trainer(config, session.topology, callbacks, loggers=False,
                             enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                             num_sanity_val_steps=0, limit_val_batches=0)
     module = RankingModule(session.model_config, config.train)
