@@ -15,8 +15,9 @@ Launch commands (all flags optional except the training channel outside SageMake
 The pieces are Lightning's: a `RankingModule` (ranker.lightning_module), a `RankingDataModule`
 (ranker.lightning_data), and a `Trainer` with DDP across the ranks the launcher started (`SageMakerEnvironment`),
 bf16-mixed precision on GPU, `ModelCheckpoint` into the checkpoint folder SageMaker syncs (a rerun resumes from
-`last`), CSV and TensorBoard loggers, and the callbacks of ranker.lightning_callbacks. Add a callback or a logger in
-`build_trainer`. Every flag is listed by `python train_lightning.py --help`.
+`last`), CSV and TensorBoard loggers, and the callbacks of ranker.lightning_callbacks. Add a callback in
+`build_callbacks`, a logger in `build_loggers`. Every flag is listed by `python train_lightning.py --help`; docs/lightning.md
+describes checkpoints, resuming and SIGTERM.
 """
 
 from __future__ import annotations
