@@ -66,13 +66,13 @@ def build_loggers(config: RunConfig) -> list[Logger]:
     return loggers
 
 
-def build_callbacks(config: RunConfig) -> list[Callback]:
+def build_callbacks(config: RunConfig, metric_lines: MetricLines) -> list[Callback]:
     folder = config.paths.checkpoint_dir
     # save_top_k=0: one `last.ckpt`, rewritten every `checkpoint_every` steps (SageMaker uploads each write).
     periodic = ModelCheckpoint(dirpath=folder, save_last=True, save_top_k=0,
                                every_n_train_steps=config.train.checkpoint_every or None,
                                every_n_epochs=None if config.train.checkpoint_every else 0)
-    return [periodic, SpotInterruptionCheckpoint(folder), RandomStatePerRank(), MetricLines(config.train.log_every)]
+    return [periodic, SpotInterruptionCheckpoint(folder), RandomStatePerRank(), metric_lines]
 
 
 def build_trainer(config: RunConfig, topology: Topology, callbacks: list[Callback], loggers: list[Logger] | bool,
@@ -99,13 +99,13 @@ def train(config: RunConfig) -> None:
     seed_everything(config.train.seed, topology.rank)  # each rank its own dropout masks; DDP starts from rank 0's weights
     datamodule = RankingDataModule.from_config(config)
     module = RankingModule(model_config_for(config, datamodule.num_features), config.train)
-    callbacks = build_callbacks(config)
-    trainer = build_trainer(config, topology, callbacks, build_loggers(config))
+    metric_lines = MetricLines(config.train.log_every)
+    trainer = build_trainer(config, topology, build_callbacks(config, metric_lines), build_loggers(config))
     trainer.fit(torch.compile(module) if config.train.compile else module, datamodule=datamodule,
                 ckpt_path="last" if has_checkpoint(config.paths.checkpoint_dir) else None)
 
-    metric_lines = next(callback for callback in callbacks if isinstance(callback, MetricLines))
-    final = {"train_loss": metric_lines.last_train_loss, **trainer.validate(module, datamodule=datamodule, verbose=False)[0]}
+    final = {"train_loss": metric_lines.last_train_loss,
+             **trainer.validate(module, datamodule=datamodule, verbose=False)[0]}
     if datamodule.has_test:
         final.update(trainer.test(module, datamodule=datamodule, verbose=False)[0])
     MetricLines.report(trainer, module, format_metrics({"epoch": trainer.current_epoch, "step": trainer.global_step,

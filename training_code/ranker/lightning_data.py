@@ -90,6 +90,13 @@ class RankingDataModule(L.LightningDataModule):
         if not self.data.streaming:
             splits["train"] = self.train_data
         splits = {name: part for name, part in splits.items() if part is not None}
+        for name in ("validation", "test"):
+            # Lightning skips the evaluation loop on a rank without batches, and the others would then wait forever
+            # in the all-reduce that adds the ranks' totals up.
+            if name in splits and splits[name].num_queries < self.trainer.world_size:
+                raise ValueError(f"{name}: {splits[name].num_queries} queries for {self.trainer.world_size} "
+                                 "processes; give every process at least one query (a larger split or fewer "
+                                 "processes)")
         # One padded length for every split, as the native loop pads them.
         max_docs = max(part.max_docs for part in splits.values())
         self.device_splits = {name: DeviceQueries.from_data(part, device, max_docs) for name, part in splits.items()}
