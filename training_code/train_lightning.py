@@ -68,11 +68,13 @@ def build_loggers(config: RunConfig) -> list[Logger]:
 
 def build_callbacks(config: RunConfig, metric_lines: MetricLines) -> list[Callback]:
     folder = config.paths.checkpoint_dir
-    # save_top_k=0: one `last.ckpt`, rewritten every `checkpoint_every` steps (SageMaker uploads each write).
+    # save_top_k=0: one `last.ckpt`, rewritten every `checkpoint_every` steps (SageMaker uploads each write), and by
+    # the SIGTERM checkpoint.
     periodic = ModelCheckpoint(dirpath=folder, save_last=True, save_top_k=0,
                                every_n_train_steps=config.train.checkpoint_every or None,
                                every_n_epochs=None if config.train.checkpoint_every else 0)
-    return [periodic, SpotInterruptionCheckpoint(folder), RandomStatePerRank(), metric_lines]
+    last = Path(folder) / f"{ModelCheckpoint.CHECKPOINT_NAME_LAST}{ModelCheckpoint.FILE_EXTENSION}"
+    return [periodic, SpotInterruptionCheckpoint(last), RandomStatePerRank(), metric_lines]
 
 
 def build_trainer(config: RunConfig, topology: Topology, callbacks: list[Callback], loggers: list[Logger] | bool,

@@ -107,9 +107,9 @@ def test_sigterm_to_every_rank_checkpoints_then_a_second_run_finishes_identicall
 
 
 def checkpointed_step(script: str, folder: Path) -> int:
-    """The step of the checkpoint a SIGTERM left: ranker.checkpoint's newest file, or Lightning's on-exception one."""
+    """The step of the checkpoint a SIGTERM left: ranker.checkpoint's newest file, or Lightning's `last.ckpt`."""
     if script == "train_lightning.py":
-        return torch.load(folder / "on_exception.ckpt", map_location="cpu", weights_only=True)["global_step"]
+        return torch.load(folder / "last.ckpt", map_location="cpu", weights_only=True)["global_step"]
     return int(max(folder.glob("step-*.pt")).stem.removeprefix("step-"))
 
 

@@ -5,11 +5,12 @@ checkpoint so that a resumed run draws the same dropout masks as an uninterrupte
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import lightning as L
 import torch
-from lightning.pytorch.callbacks import OnExceptionCheckpoint
+from lightning.pytorch.callbacks import Checkpoint
 from lightning.pytorch.trainer.states import TrainerFn
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
@@ -78,15 +79,19 @@ class MetricLines(L.Callback):
         self.history, self.last_train_loss = state_dict["history"], state_dict["last_train_loss"]
 
 
-class SpotInterruptionCheckpoint(OnExceptionCheckpoint):
+class SpotInterruptionCheckpoint(Checkpoint):
     """On SIGTERM (SageMaker's notice before a spot interruption or a StopTrainingJob), Lightning stops every rank at
-    the same step boundary and raises `SIGTERMException`; this writes a checkpoint there, which `ckpt_path="last"`
-    resumes from. Other exceptions can strike in the middle of a step: the last periodic checkpoint stays the resume
-    point then."""
+    the same step boundary and raises `SIGTERMException`; this writes the checkpoint there, to `path`: the periodic
+    `last.ckpt`, so that the folder holds one resume point, the newest, whatever the file times are after SageMaker
+    restores the folder from S3. Other exceptions can strike in the middle of a step: the last periodic checkpoint
+    stays the resume point then."""
+
+    def __init__(self, path: Path):
+        self.path = path
 
     def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
         if isinstance(exception, SIGTERMException):
-            super().on_exception(trainer, pl_module, exception)
+            trainer.save_checkpoint(self.path)
             MetricLines.report(trainer, pl_module,
                                f"SIGTERM: checkpoint written at step {trainer.global_step}; rerun to resume")
 
