@@ -74,7 +74,7 @@ def build_callbacks(config: RunConfig, metric_lines: MetricLines) -> list[Callba
                                every_n_train_steps=config.train.checkpoint_every or None,
                                every_n_epochs=None if config.train.checkpoint_every else 0)
     last = Path(folder) / f"{ModelCheckpoint.CHECKPOINT_NAME_LAST}{ModelCheckpoint.FILE_EXTENSION}"
-    return [periodic, SpotInterruptionCheckpoint(last), RandomStatePerRank(), metric_lines]
+    return [periodic, SpotInterruptionCheckpoint(last, config.train.log_every), RandomStatePerRank(), metric_lines]
 
 
 def build_trainer(config: RunConfig, topology: Topology, callbacks: list[Callback], loggers: list[Logger] | bool,

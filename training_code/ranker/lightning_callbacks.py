@@ -4,6 +4,7 @@ checkpoint so that a resumed run draws the same dropout masks as an uninterrupte
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -80,20 +81,37 @@ class MetricLines(L.Callback):
 
 
 class SpotInterruptionCheckpoint(Checkpoint):
-    """On SIGTERM (SageMaker's notice before a spot interruption or a StopTrainingJob), Lightning stops every rank at
-    the same step boundary and raises `SIGTERMException`; this writes the checkpoint there, to `path`: the periodic
-    `last.ckpt`, so that the folder holds one resume point, the newest, whatever the file times are after SageMaker
-    restores the folder from S3. Other exceptions can strike in the middle of a step: the last periodic checkpoint
-    stays the resume point then."""
+    """On SIGTERM (SageMaker's notice before a spot interruption or a StopTrainingJob), every rank writes the
+    checkpoint at one agreed step, to `path` (the periodic `last.ckpt`: the folder then holds one resume point, the
+    newest, whatever file times SageMaker's restore from S3 gives), and stops training with Lightning's
+    `SIGTERMException` (the process exits 0, without a model).
 
-    def __init__(self, path: Path):
-        self.path = path
+    Lightning's own SIGTERM handling is taken over when training starts: in Lightning 2.6 each rank also stops at the
+    end of the step in which it saw the signal, so ranks that see it a step apart meet different collectives and hang
+    (about one run in five of the 2-rank SIGTERM test), and its handler broadcasts from inside the signal handler,
+    wherever the step is. Here the handler only notes the signal, and the ranks agree every `check_every` steps with
+    one all-reduce of that note, on the steps where the metric line reads the device anyway."""
 
-    def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
-        if isinstance(exception, SIGTERMException):
+    def __init__(self, path: Path, check_every: int):
+        self.path, self.check_every = path, check_every
+        self.received = False
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        signal.signal(signal.SIGTERM, self.note_signal)  # Lightning restores the previous handler when fit ends
+
+    def note_signal(self, signum: int, frame: object) -> None:
+        self.received = True
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Batch,
+                           batch_idx: int) -> None:
+        if trainer.global_step % self.check_every:
+            return
+        notes = trainer.strategy.reduce(torch.tensor(float(self.received), device=pl_module.device), reduce_op="sum")
+        if notes.item() > 0:
             trainer.save_checkpoint(self.path)
             MetricLines.report(trainer, pl_module,
                                f"SIGTERM: checkpoint written at step {trainer.global_step}; rerun to resume")
+            raise SIGTERMException
 
 
 class RandomStatePerRank(L.Callback):
