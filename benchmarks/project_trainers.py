@@ -1,14 +1,18 @@
-"""The project's two trainers (native DDP and Lightning) under the benchmark's timing protocol.
+"""The project's two trainers (native and Lightning) under the benchmark's timing protocol.
 
-Both run the package's own hot path (benchmarks.native_harness: device-resident queries, index-gathered batches, fused bf16
-layers, fused AdamW, gradients reduced by FusedDataParallel, the step replayed as a CUDA graph) on synthetic queries
-of 32 documents, so a batch of 8192 samples is 256 whole queries.
+The native trainer runs the package's own hot path (benchmarks.native_harness: device-resident queries, index-gathered
+batches, fused bf16 layers, fused AdamW, gradients reduced by FusedDataParallel, the step replayed as a CUDA graph);
+the Lightning trainer runs train_lightning.py's Trainer and RankingModule (automatic optimization, bf16-mixed, DDP,
+fused AdamW) on the same device-resident queries: synthetic queries of 32 documents, so a batch of 8192 samples is 256
+whole queries. `--eager` turns the native step's CUDA graph off, `--compile` runs the model through torch.compile.
 
-Launch: torchrun --nproc_per_node N -m benchmarks.project_trainers --trainer native --results results.jsonl
+Launch: torchrun --nproc_per_node N -m benchmarks.project_trainers --trainer native [--eager] [--compile] \
+            --results results.jsonl
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import tempfile
 from collections.abc import Callable
@@ -24,6 +28,8 @@ from benchmarks.timing import StepWindows, append_result, summarise
 from ranker import distributed, engine, fast_paths
 from ranker.config import ModelConfig, PathSwitches, TrainConfig
 from ranker.distributed import Topology
+from ranker.lightning_callbacks import MetricLines
+from ranker.lightning_data import RankingDataModule
 from ranker.lightning_module import RankingModule
 from ranker.session import Session
 from benchmarks.native_harness import NativeHarness, synthetic_session
@@ -53,13 +59,36 @@ def run_project_trainer(trainer_name: str, session: Session, steps: int, on_step
     if trainer_name not in PROJECT_TRAINERS:
         raise SystemExit(f"trainer: {trainer_name!r} is not one of {', '.join(PROJECT_TRAINERS)}")
     if trainer_name == "lightning":
-        trainer = build_trainer(session, steps)
-        trainer.callbacks.append(OnEveryStep(on_step))
-        trainer.fit(RankingModule(session, session.training_batches(), steps))
+        run_lightning(session, steps, on_step)
     else:
         # The run's own learning-rate schedule, as the Lightning run has: the weights' values move the GEMMs' power
         # draw and with it their clock, so both trainers must follow the same trajectory.
         NativeHarness.build(session, total_steps=steps).run(steps, on_step=on_step)
+
+
+class SessionQueries(RankingDataModule):
+    """The benchmark session's queries, already on the device: Lightning is timed on the very tensors (so the same
+    batches and weight trajectory) the native harness trains on."""
+
+    def __init__(self, session: Session):
+        super().__init__(None, None, None, batch_size=session.config.train.batch_size, seed=session.config.train.seed)
+        self.session = session
+
+    def setup(self, stage: str) -> None:
+        self.device_splits = {"train": self.session.train, "validation": self.session.validation}
+
+
+def run_lightning(session: Session, steps: int, on_step: Callable[[], None]) -> None:
+    """`steps` optimizer steps of train_lightning's Trainer (its strategy and precision) and RankingModule, compiled
+    when the session asks; no validation, checkpoints, loggers or progress bar inside the timed run."""
+    config = dataclasses.replace(session.config, train=dataclasses.replace(session.config.train, max_steps=steps))
+    # The metric-line callback adds each step's loss and documents on the device, as the native step does.
+    callbacks = [MetricLines(config.train.log_every), OnEveryStep(on_step)]
+    trainer = build_trainer(config, session.topology, callbacks, loggers=False,
+                            enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                            num_sanity_val_steps=0, limit_val_batches=0)
+    module = RankingModule(session.model_config, config.train)
+    trainer.fit(torch.compile(module) if config.train.compile else module, datamodule=SessionQueries(session))
 
 
 def main() -> None:
@@ -68,6 +97,9 @@ def main() -> None:
     eager = "--eager" in sys.argv  # the CUDA-graph ablation: both trainers replay a captured step by default
     if eager:
         sys.argv.remove("--eager")
+    compiled = "--compile" in sys.argv  # torch.compile of the model (turns the native step's CUDA graph off)
+    if compiled:
+        sys.argv.remove("--compile")
     args = parse_args(__doc__)
     if args.batch_size % DOCS_PER_QUERY:
         raise SystemExit(f"--batch-size: {args.batch_size} is not a multiple of {DOCS_PER_QUERY} documents per query")
@@ -78,7 +110,7 @@ def main() -> None:
         windows = StepWindows(args.warmup_steps, args.steps_per_window, args.windows, device)
         # One epoch covers the whole run, so the Lightning loop's end-of-epoch validation stays out of the timing.
         session = benchmark_session(width, args.batch_size // DOCS_PER_QUERY, topology, device,
-                                    windows.total_steps + 1, args.features, cuda_graph=not eager,
+                                    windows.total_steps + 1, args.features, cuda_graph=not eager, compile=compiled,
                                     switches=PathSwitches(**REDUCTION_ABLATIONS.get(trainer_name, {})))
         run_project_trainer(trainer_name, session, windows.total_steps, windows.step_done)
         path = engine.training_path(session.config.train, device, topology.world_size).describe()

@@ -1,4 +1,4 @@
-"""Trains the ranking MLP with PyTorch Lightning (same model, data and metrics as train_ddp.py).
+"""Trains the ranking MLP with PyTorch Lightning (same model, data, metrics and artifacts as train_ddp.py).
 
 Launch commands (all flags optional except the training channel outside SageMaker):
 
@@ -12,65 +12,118 @@ Launch commands (all flags optional except the training channel outside SageMake
     PyTorch(entry_point="train_lightning.py", source_dir="training_code", distribution={"torch_distributed":
             {"enabled": True}}, hyperparameters={"epochs": 40, "batch-size": 16}, ...).fit({"train": "s3://..."})
 
-Every flag is listed by `python train_lightning.py --help` and in docs/training.md.
+The pieces are Lightning's: a `RankingModule` (ranker.lightning_module), a `RankingDataModule`
+(ranker.lightning_data), and a `Trainer` with DDP across the ranks the launcher started (`SageMakerEnvironment`),
+bf16-mixed precision on GPU, `ModelCheckpoint` into the checkpoint folder SageMaker syncs (a rerun resumes from
+`last`), CSV and TensorBoard loggers, and the callbacks of ranker.lightning_callbacks. Add a callback in
+`build_callbacks`, a logger in `build_loggers`. Every flag is listed by `python train_lightning.py --help` and in docs/training.md; docs/lightning.md
+describes checkpoints, resuming and SIGTERM.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import lightning as L
-from lightning.pytorch.strategies import DDPStrategy, SingleDeviceStrategy
+import torch
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
+from lightning.pytorch.strategies import DDPStrategy, Strategy
 
+from ranker import distributed
+from ranker.checkpoint import seed_everything
 from ranker.cluster_environment import SageMakerEnvironment
+from ranker.config import RunConfig, parse_config
+from ranker.distributed import Topology
+from ranker.failure import failure_reported
+from ranker.lightning_callbacks import MetricLines, RandomStatePerRank, SpotInterruptionCheckpoint
+from ranker.lightning_data import RankingDataModule
 from ranker.lightning_module import RankingModule
-from ranker.session import Session, finish_session, run_training
+from ranker.log_format import format_metrics
+from ranker.session import model_config_for, write_artifacts
 
 
-class ModuleWrapsDDP(DDPStrategy):
-    """Lightning's multi-process set-up (cluster environment, process group, one device per rank) without wrapping
-    the LightningModule in DDP: RankingModule wraps its model itself (engine.wrap_for_training, as the native loop
-    does) so that its step, CUDA-graphed on GPU, owns the all-reduce."""
-
-    def configure_ddp(self) -> None:
-        pass
-
-
-def build_trainer(session: Session, steps_left: int) -> L.Trainer:
-    topology, device = session.topology, session.device
-    if topology.world_size > 1:
-        strategy = ModuleWrapsDDP(cluster_environment=SageMakerEnvironment(topology),
-                                  process_group_backend=session.backend)
-    else:
-        strategy = SingleDeviceStrategy(device=device)
-    # "32-true": the engine's step applies bf16 autocast itself, exactly as in the native loop.
-    return L.Trainer(accelerator="gpu" if device.type == "cuda" else "cpu", devices=topology.local_world_size,
-                     num_nodes=topology.num_nodes, strategy=strategy, max_steps=steps_left, max_epochs=-1,
-                     precision="32-true", logger=False,
-                     enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                     num_sanity_val_steps=0, use_distributed_sampler=False)
+def build_strategy(config: RunConfig, topology: Topology) -> Strategy | str:
+    if topology.world_size == 1:
+        return "auto"
+    cuda = torch.cuda.is_available()
+    backend = distributed.resolve_backend(config.train.backend, topology, cuda,
+                                          topology.launcher == "mpirun" and distributed.smddp_available())
+    # The MLP uses every parameter every step: DDP can fix its buckets once (static_graph) and let the gradients live
+    # in them (gradient_as_bucket_view) instead of copying them in and out.
+    return DDPStrategy(cluster_environment=SageMakerEnvironment(topology), process_group_backend=backend,
+                       gradient_as_bucket_view=True, static_graph=True)
 
 
-def train(session: Session) -> None:
-    batches = session.training_batches()
-    total_steps = session.total_steps(batches.steps_per_epoch)
-    module = RankingModule(session, batches, total_steps)
-    if module.step < total_steps:
-        build_trainer(session, total_steps - module.step).fit(module)
-    if module.stopped:
-        return
-    module.to(session.device)  # Lightning hands the module back on the CPU after fit
-    module.progress.close()
-    final = {"train_loss": module.last_metrics.get("train_loss", float("nan")), **module.evaluate("val")}
-    if session.test is not None:
-        final.update(module.evaluate("test"))
-    module.progress.report({"epoch": module.epoch, "step": module.step, **final})
-    finish_session(session, module.model, final)
+def build_loggers(config: RunConfig) -> list[Logger]:
+    loggers: list[Logger] = [CSVLogger(config.paths.output_data_dir, name="lightning_logs")]
+    if importlib.util.find_spec("tensorboard") or importlib.util.find_spec("tensorboardX"):
+        loggers.append(TensorBoardLogger(config.paths.tensorboard_dir, name="", version=""))
+    return loggers
+
+
+def build_callbacks(config: RunConfig, metric_lines: MetricLines) -> list[Callback]:
+    folder = config.paths.checkpoint_dir
+    # save_top_k=0: one `last.ckpt`, rewritten every `checkpoint_every` steps (SageMaker uploads each write), and by
+    # the SIGTERM checkpoint.
+    periodic = ModelCheckpoint(dirpath=folder, save_last=True, save_top_k=0,
+                               every_n_train_steps=config.train.checkpoint_every or None,
+                               every_n_epochs=None if config.train.checkpoint_every else 0)
+    last = Path(folder) / f"{ModelCheckpoint.CHECKPOINT_NAME_LAST}{ModelCheckpoint.FILE_EXTENSION}"
+    return [periodic, SpotInterruptionCheckpoint(last, config.train.log_every), RandomStatePerRank(), metric_lines]
+
+
+def build_trainer(config: RunConfig, topology: Topology, callbacks: list[Callback], loggers: list[Logger] | bool,
+                  **overrides) -> L.Trainer:
+    cuda = torch.cuda.is_available()
+    train = config.train
+    settings = dict(
+        accelerator="gpu" if cuda else "cpu", devices=topology.local_world_size, num_nodes=topology.num_nodes,
+        strategy=build_strategy(config, topology), precision="bf16-mixed" if cuda and train.precision == "bf16"
+        else "32-true", max_epochs=-1 if train.max_steps else train.epochs, max_steps=train.max_steps or -1,
+        callbacks=callbacks, logger=loggers, log_every_n_steps=train.log_every,
+        # The data module already splits every batch across the ranks (ranker.batches' global order).
+        use_distributed_sampler=False,
+        enable_progress_bar=sys.stderr.isatty(), default_root_dir=config.paths.output_data_dir)
+    return L.Trainer(**{**settings, **overrides})
+
+
+def has_checkpoint(folder: Path) -> bool:
+    return Path(folder).is_dir() and any(Path(folder).glob("*.ckpt"))
+
+
+def train(config: RunConfig) -> None:
+    topology = distributed.detect_topology()
+    seed_everything(config.train.seed, topology.rank)  # each rank its own dropout masks; DDP starts from rank 0's weights
+    datamodule = RankingDataModule.from_config(config)
+    module = RankingModule(model_config_for(config, datamodule.num_features), config.train)
+    metric_lines = MetricLines(config.train.log_every)
+    trainer = build_trainer(config, topology, build_callbacks(config, metric_lines), build_loggers(config))
+    trainer.fit(torch.compile(module) if config.train.compile else module, datamodule=datamodule,
+                ckpt_path="last" if has_checkpoint(config.paths.checkpoint_dir) else None)
+
+    final = {"train_loss": metric_lines.last_train_loss,
+             **trainer.validate(module, datamodule=datamodule, verbose=False)[0]}
+    if datamodule.has_test:
+        final.update(trainer.test(module, datamodule=datamodule, verbose=False)[0])
+    MetricLines.report(trainer, module, format_metrics({"epoch": trainer.current_epoch, "step": trainer.global_step,
+                                                        **final}))
+    if trainer.is_global_zero:
+        write_artifacts(config, module.model_config, module.model, metric_lines.history, final)
+    trainer.strategy.barrier()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    run_training(train, sys.argv[1:] if argv is None else argv, __doc__)
+    with failure_reported():
+        config = parse_config(sys.argv[1:] if argv is None else argv, os.environ, __doc__)
+        try:
+            train(config)
+        finally:
+            distributed.shutdown()
 
 
 if __name__ == "__main__":

@@ -90,7 +90,7 @@ def test_sigterm_to_every_rank_checkpoints_then_a_second_run_finishes_identicall
     dirs = run_dirs(tmp_path)
     args = ["--train", str(channel), *RESUMABLE, *dirs.flags()]
     job = start_torchrun(script, args, max_restarts=0)
-    wait_for_first_checkpoint(job, dirs)
+    wait_for_first_checkpoint(job, dirs, script)
     # When every rank gets SIGTERM (SageMaker's notice before a spot interruption)
     for pid in wait_for_ranks(job, 2).values():
         os.kill(pid, signal.SIGTERM)
@@ -98,12 +98,19 @@ def test_sigterm_to_every_rank_checkpoints_then_a_second_run_finishes_identicall
     # Then the ranks agreed on a step, wrote a checkpoint at it and exited cleanly without a model
     assert job.returncode == 0, output[-4000:]
     stopped_at = int(re.search(r"SIGTERM: checkpoint written at step (\d+)", output).group(1))
-    assert (dirs.checkpoint_dir / f"step-{stopped_at:09d}.pt").is_file()
+    assert checkpointed_step(script, dirs.checkpoint_dir) == stopped_at
     assert not (dirs.model_dir / "model.safetensors").exists()
     # When the job runs again with the same flags, Then it resumes there and ends like the uninterrupted run
     rerun = run_torchrun(script, args)
     assert [int(step) for step in RESUMED.findall(rerun)] == [stopped_at]
     assert_same_weights(dirs.weights(), uninterrupted.weights())
+
+
+def checkpointed_step(script: str, folder: Path) -> int:
+    """The step of the checkpoint a SIGTERM left: ranker.checkpoint's newest file, or Lightning's `last.ckpt`."""
+    if script == "train_lightning.py":
+        return torch.load(folder / "last.ckpt", map_location="cpu", weights_only=True)["global_step"]
+    return int(max(folder.glob("step-*.pt")).stem.removeprefix("step-"))
 
 
 def _rewrite_line(path: Path, number: int, change: Callable[[str], str]) -> None:

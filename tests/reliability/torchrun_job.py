@@ -41,8 +41,13 @@ def wait_until(condition: Callable[[], bool], process: subprocess.Popen, what: s
         time.sleep(0.005)
 
 
-def wait_for_first_checkpoint(process: subprocess.Popen, dirs: RunDirs) -> None:
-    wait_until(lambda: any(dirs.checkpoint_dir.glob("step-*.pt")), process, "a first checkpoint")
+# What each entry script names its checkpoints: ranker.checkpoint's files, Lightning's ModelCheckpoint.
+CHECKPOINT_PATTERNS = {"train_ddp.py": "step-*.pt", "train_lightning.py": "*.ckpt"}
+
+
+def wait_for_first_checkpoint(process: subprocess.Popen, dirs: RunDirs, script: str = "train_ddp.py") -> None:
+    pattern = CHECKPOINT_PATTERNS[script]
+    wait_until(lambda: any(dirs.checkpoint_dir.glob(pattern)), process, "a first checkpoint")
 
 
 def rank_pids(launcher_pid: int) -> dict[int, int]:

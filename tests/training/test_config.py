@@ -34,6 +34,14 @@ def test_checkpoints_default_to_opt_ml_checkpoints():
     assert parse_config(["--train", "d"], env={}).paths.checkpoint_dir == Path("/opt/ml/checkpoints")
 
 
+def test_tensorboard_logs_go_where_sagemakers_tensorboard_output_config_uploads_them():
+    # Given the toolkit's output folder / When no flag is given / Then the logs go to its tensorboard folder, the
+    # default LocalPath of a TensorBoardOutputConfig; outside SageMaker, beside the other outputs
+    assert parse_config(["--train", "d"], env={"SM_OUTPUT_DIR": "/opt/ml/output"}).paths.tensorboard_dir == Path(
+        "/opt/ml/output/tensorboard")
+    assert parse_config(["--train", "d"], env={}).paths.tensorboard_dir == Path("output/tensorboard")
+
+
 def test_unknown_flag_is_an_error_naming_it(capsys):
     with pytest.raises(SystemExit):
         parse_config(["--train", "d", "--learning-rat", "0.1"], env={})

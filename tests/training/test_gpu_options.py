@@ -71,32 +71,17 @@ def test_on_cpu_the_default_step_is_the_eager_one_and_trains():
     assert isinstance(engine.learning_rate(scheduler), float)
 
 
-def test_the_pinned_lightning_still_has_the_per_step_sigterm_check_the_module_switches_off():
-    # The Lightning module turns off a private per-step broadcast (see RankingModule.take_over_sigterm); a Lightning
-    # upgrade that renames it must fail here rather than silently bring the host sync back.
-    from lightning.pytorch.loops.training_epoch_loop import _TrainingEpochLoop
-
-    from ranker.lightning_module import PER_STEP_SIGTERM_CHECK
-
-    assert callable(getattr(_TrainingEpochLoop, PER_STEP_SIGTERM_CHECK, None))
-
-
 @pytest.mark.parametrize("compile_model", [True, False])
-def test_every_loop_trains_the_model_compiled_exactly_when_asked(tmp_path, compile_model):
+def test_the_native_loop_trains_the_model_compiled_exactly_when_asked(tmp_path, compile_model):
     # Given a session with --compile true (or false), on one process
     from ranker.distributed import detect_topology
-    from ranker.lightning_module import RankingModule
     from benchmarks.native_harness import NativeHarness, synthetic_session
 
     session = synthetic_session(ModelConfig(width=8, norm="none", dropout=0.0),
                                 TrainConfig(batch_size=4, compile=compile_model), detect_topology({}),
                                 torch.device("cpu"), docs_per_query=4, work_dir=tmp_path)
-    # When the native harness (train_ddp.py's set-up) and the Lightning module build what their step runs
-    native = NativeHarness.build(session, total_steps=4).model
-    lightning = RankingModule(session, session.training_batches(), total_steps=4)
-    lightning.configure_optimizers()
-    # Then both run torch.compile's wrapper of their own model exactly when asked (compiled lazily, on the first step)
-    for trained in (native, lightning.trained):
-        assert isinstance(trained, torch._dynamo.eval_frame.OptimizedModule) is compile_model
-        assert isinstance(engine.unwrap(trained), RankingMLP)
-    assert (lightning.trained._orig_mod if compile_model else lightning.trained) is lightning.model
+    # When the native harness (train_ddp.py's set-up) builds what its step runs
+    trained = NativeHarness.build(session, total_steps=4).model
+    # Then it runs torch.compile's wrapper of its own model exactly when asked (compiled lazily, on the first step)
+    assert isinstance(trained, torch._dynamo.eval_frame.OptimizedModule) is compile_model
+    assert isinstance(engine.unwrap(trained), RankingMLP)

@@ -142,12 +142,13 @@ def test_sigterm_writes_a_checkpoint_then_a_second_run_finishes_identically(tmp_
     assert_same_weights(dirs.weights(), uninterrupted.weights())
 
 
-def test_ranks_started_with_mpirun_variables_train_together(tmp_path, channel_flags, runs):
+@pytest.mark.parametrize("script", ["train_ddp.py", "train_lightning.py"])
+def test_ranks_started_with_mpirun_variables_train_together(tmp_path, channel_flags, runs, script):
     # Given two plain processes carrying what mpirun and SageMaker's toolkit set (no torchrun variables)
     dirs = run_dirs(tmp_path)
     port = str(free_port())
     processes = [subprocess.Popen(
-        [sys.executable, "train_ddp.py", *channel_flags, *TWO_RANKS, *dirs.flags()], cwd=TRAINING_CODE,
+        [sys.executable, script, *channel_flags, *TWO_RANKS, *dirs.flags()], cwd=TRAINING_CODE,
         env=script_env(OMPI_COMM_WORLD_RANK=str(rank), OMPI_COMM_WORLD_SIZE="2", OMPI_COMM_WORLD_LOCAL_RANK=str(rank),
                        OMPI_COMM_WORLD_LOCAL_SIZE="2", SM_HOSTS='["algo-1"]', SM_CURRENT_HOST="algo-1",
                        MASTER_ADDR="127.0.0.1", MASTER_PORT=port),
@@ -155,7 +156,7 @@ def test_ranks_started_with_mpirun_variables_train_together(tmp_path, channel_fl
     outputs = [process.communicate(timeout=180)[0] for process in processes]
     assert [process.returncode for process in processes] == [0, 0], outputs
     # Then they formed one 2-rank group: the result equals the torchrun 2-rank run, and only rank 0 logged
-    assert_same_weights(dirs.weights(), runs["train_ddp.py", 2][0].weights())
+    assert_same_weights(dirs.weights(), runs[script, 2][0].weights())
     assert "val_ndcg@10" in outputs[0] and "val_ndcg@10" not in outputs[1]
 
 

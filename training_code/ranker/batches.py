@@ -50,23 +50,9 @@ class EpochBatches:
     Subclasses provide `steps_per_epoch` and `epoch_batches`."""
 
     steps_per_epoch: int
-    next_epoch: int = 0
-    next_start_step: int = 0
 
     def epoch_batches(self, epoch: int, start_step: int = 0) -> Iterator[Batch]:
         raise NotImplementedError
-
-    # Lightning calls iter() at least once per epoch (more during set-up), and fetches ahead, so the iterator must
-    # not count epochs itself: it serves the position its owner last set with resume_at, which the owner advances
-    # from finished steps.
-    def __iter__(self) -> Iterator[Batch]:
-        return self.epoch_batches(self.next_epoch, self.next_start_step)
-
-    def __len__(self) -> int:
-        return self.steps_per_epoch
-
-    def resume_at(self, epoch: int, start_step: int) -> None:
-        self.next_epoch, self.next_start_step = epoch, start_step
 
 
 class QueryBatches(EpochBatches):

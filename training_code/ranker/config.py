@@ -121,6 +121,9 @@ class PathsConfig:
     """Where plots go (uploaded as output.tar.gz); `output` outside SageMaker."""
     checkpoint_dir: Path = Path("/opt/ml/checkpoints")
     """Checkpoints to write and to resume from (SageMaker syncs this folder with S3 when checkpointing is on)."""
+    tensorboard_dir: Path = Path("output/tensorboard")
+    """Where train_lightning.py writes TensorBoard logs when tensorboard is installed (SageMaker uploads this folder
+    while the job runs when the job has a TensorBoardOutputConfig with the same LocalPath)."""
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,7 @@ _ENVIRONMENT_DEFAULT_TEXT = {
     "train": "$SM_CHANNEL_TRAIN", "validation": "$SM_CHANNEL_VALIDATION", "test": "$SM_CHANNEL_TEST",
     "model_dir": "$SM_MODEL_DIR, else model", "output_data_dir": "$SM_OUTPUT_DATA_DIR, else output",
     "checkpoint_dir": "$SAGEMAKER_BASE_DIR/checkpoints, SAGEMAKER_BASE_DIR defaulting to /opt/ml",
+    "tensorboard_dir": "$SM_OUTPUT_DIR/tensorboard (/opt/ml/output/tensorboard), else output/tensorboard",
 }
 
 
@@ -202,6 +206,8 @@ def environment_defaults(env: Mapping[str, str]) -> dict[str, object]:
         defaults["paths.model_dir"] = Path(env["SM_MODEL_DIR"])
     if env.get("SM_OUTPUT_DATA_DIR"):
         defaults["paths.output_data_dir"] = Path(env["SM_OUTPUT_DATA_DIR"])
+    if env.get("SM_OUTPUT_DIR"):
+        defaults["paths.tensorboard_dir"] = Path(env["SM_OUTPUT_DIR"]) / "tensorboard"
     return defaults
 
 

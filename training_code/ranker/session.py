@@ -75,13 +75,19 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
     engine.prepare_device(config.train, device)
     seed_everything(config.train.seed, topology.rank)
     train, validation, test = load_splits(config)
-    model_config = dataclasses.replace(config.model, num_features=train.num_features,
-                                       output_bias=config.model.output_bias and config.train.loss != "listwise")
+    model_config = model_config_for(config, train.num_features)
     max_docs = max(part.max_docs for part in (train, validation, test) if part is not None)
     return Session(config, model_config, topology, backend, device,
                    DeviceQueries.from_data(train, device, max_docs) if not config.data.streaming else None,
                    DeviceQueries.from_data(validation, device, max_docs),
                    DeviceQueries.from_data(test, device, max_docs) if test is not None else None)
+
+
+def model_config_for(config: RunConfig, num_features: int) -> ModelConfig:
+    """The model configuration with the feature count taken from the data, and no scoring bias under the listwise
+    loss (see ModelConfig.output_bias)."""
+    return dataclasses.replace(config.model, num_features=num_features,
+                               output_bias=config.model.output_bias and config.train.loss != "listwise")
 
 
 def load_splits(config: RunConfig) -> tuple[ranking_data.RankingData, ranking_data.RankingData,
@@ -138,9 +144,15 @@ def evaluation_metrics(totals: torch.Tensor, prefix: str) -> dict[str, float]:
 
 
 def finish_session(session: Session, model: torch.nn.Module, final_metrics: dict[str, float]) -> None:
-    """Rank 0 writes weights, config, serving export, metrics.json and plots."""
+    """Rank 0 writes the artifacts; every rank waits for it."""
     if session.topology.is_main:
-        export.save_model(session.config.paths.model_dir, model, session.model_config, session.config.data.log1p,
-                          final_metrics)
-        plots.plot_curves(session.history, session.config.paths.output_data_dir)
+        write_artifacts(session.config, session.model_config, model, session.history, final_metrics)
     distributed.barrier()
+
+
+def write_artifacts(config: RunConfig, model_config: ModelConfig, model: torch.nn.Module,
+                    history: list[dict[str, float]], final_metrics: dict[str, float]) -> None:
+    """Weights, config, serving export and metrics.json into the model folder, plots into the output folder (call on
+    rank 0 only): what every entry point leaves behind."""
+    export.save_model(config.paths.model_dir, model, model_config, config.data.log1p, final_metrics)
+    plots.plot_curves(history, config.paths.output_data_dir)

@@ -1,0 +1,146 @@
+"""What a SageMaker job needs from a Lightning run beyond Lightning's own callbacks: the metric lines the training
+job's `MetricDefinitions` read, a checkpoint when SageMaker stops the job, and each rank's random state in every
+checkpoint so that a resumed run draws the same dropout masks as an uninterrupted one."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from lightning.pytorch.callbacks import Checkpoint
+from lightning.pytorch.trainer.states import TrainerFn
+from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+from ranker import distributed
+from ranker.batches import Batch
+from ranker.log_format import format_metrics
+from ranker.meter import TrainingMeter
+
+
+class MetricLines(L.Callback):
+    """Every `log_every` steps, one `name=value` line (ranker.log_format) on rank 0 with the mean training loss over
+    those steps on all ranks, documents per second and the learning rate, also sent to the loggers; at the end of each
+    epoch but the last, the validation metrics the module logged. `history` keeps every line for the plots, and
+    travels in checkpoints."""
+
+    def __init__(self, log_every: int):
+        self.log_every = log_every
+        self.history: list[dict[str, float]] = []
+        self.last_train_loss = float("nan")
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # The loss and document sums stay on the device until a line is due: no host sync on the other steps.
+        self.meter = TrainingMeter(pl_module.device)
+        self.total_steps = trainer.estimated_stepping_batches
+        if trainer.ckpt_path:
+            self.report(trainer, pl_module, f"resumed from {trainer.ckpt_path} at step {trainer.global_step}")
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Batch,
+                           batch_idx: int) -> None:
+        self.meter.add(outputs["loss"], batch[2])
+        self.meter.steps += 1
+        if trainer.global_step % self.log_every and trainer.global_step < self.total_steps:
+            return
+        window, _ = self.meter.read(stop_requested=False)
+        learning_rate = trainer.optimizers[0].param_groups[0]["lr"]
+        pl_module.log_dict({**window, "learning_rate": learning_rate}, prog_bar=True)
+        self.last_train_loss = window["train_loss"]
+        self.add_line(trainer, pl_module, {**window, "learning_rate": learning_rate})
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # After the last epoch the entry point reports the final metrics in one line instead.
+        if (trainer.sanity_checking or trainer.state.fn != TrainerFn.FITTING
+                or trainer.global_step >= self.total_steps):
+            return
+        self.add_line(trainer, pl_module, {name: float(value) for name, value in trainer.callback_metrics.items()
+                                           if name.startswith("val_")})
+
+    def add_line(self, trainer: L.Trainer, pl_module: L.LightningModule, metrics: dict[str, float]) -> None:
+        line = {"epoch": trainer.current_epoch, "step": trainer.global_step, **metrics}
+        if trainer.is_global_zero:
+            self.history.append(line)
+        self.report(trainer, pl_module, format_metrics(line))
+
+    @staticmethod
+    def report(trainer: L.Trainer, pl_module: L.LightningModule, text: str) -> None:
+        """Rank 0 prints `text` above the progress bar when one is shown, and flushes: CloudWatch (and SageMaker's
+        metric regexes) read the line when it is written."""
+        if trainer.is_global_zero:
+            pl_module.print(text)
+            sys.stdout.flush()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"history": self.history, "last_train_loss": self.last_train_loss}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.history, self.last_train_loss = state_dict["history"], state_dict["last_train_loss"]
+
+
+class SpotInterruptionCheckpoint(Checkpoint):
+    """On SIGTERM (SageMaker's notice before a spot interruption or a StopTrainingJob), every rank writes the
+    checkpoint at one agreed step, to `path` (the periodic `last.ckpt`: the folder then holds one resume point, the
+    newest, whatever file times SageMaker's restore from S3 gives), and stops training with Lightning's
+    `SIGTERMException` (the process exits 0, without a model).
+
+    Lightning's own SIGTERM handling is taken over when training starts: in Lightning 2.6 each rank also stops at the
+    end of the step in which it saw the signal, so ranks that see it a step apart meet different collectives and hang
+    (about one run in five of the 2-rank SIGTERM test), and its handler broadcasts from inside the signal handler,
+    wherever the step is. Here the handler only notes the signal, and the ranks agree every `check_every` steps with
+    one all-reduce of that note, on the steps where the metric line reads the device anyway."""
+
+    def __init__(self, path: Path, check_every: int):
+        self.path, self.check_every = path, check_every
+        self.received = False
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        signal.signal(signal.SIGTERM, self.note_signal)  # Lightning restores the previous handler when fit ends
+
+    def note_signal(self, signum: int, frame: object) -> None:
+        self.received = True
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Batch,
+                           batch_idx: int) -> None:
+        if trainer.global_step % self.check_every:
+            return
+        notes = trainer.strategy.reduce(torch.tensor(float(self.received), device=pl_module.device), reduce_op="sum")
+        if notes.item() > 0:
+            trainer.save_checkpoint(self.path)
+            MetricLines.report(trainer, pl_module,
+                               f"SIGTERM: checkpoint written at step {trainer.global_step}; rerun to resume")
+            raise SIGTERMException
+
+
+class RandomStatePerRank(L.Callback):
+    """Adds every rank's torch generator states (CPU and its GPU: dropout draws from them) to each checkpoint and
+    restores this rank's on resume. Lightning's checkpoints hold no random state; the batch order needs none (it comes
+    from its own seeded generator, ranker.batches)."""
+
+    STATE_KEY = "random_state_per_rank"
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict[str, Any]) -> None:
+        # Lightning builds the checkpoint on every rank and rank 0 writes it: gathering here is collective-safe.
+        checkpoint[self.STATE_KEY] = distributed.all_gather_objects(generator_states(trainer.strategy.root_device))
+
+    def on_load_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict[str, Any]) -> None:
+        states = checkpoint.get(self.STATE_KEY, [])
+        # Another world size draws different per-rank streams anyway: keep this run's fresh seeds then.
+        if len(states) == trainer.world_size:
+            # Called before the module moves to its device: the strategy knows which GPU this rank trains on.
+            set_generator_states(states[trainer.global_rank], trainer.strategy.root_device)
+
+
+def generator_states(device: torch.device) -> dict[str, torch.Tensor]:
+    states = {"cpu": torch.get_rng_state()}
+    if device.type == "cuda":
+        states["cuda"] = torch.cuda.get_rng_state(device)
+    return states
+
+
+def set_generator_states(states: dict[str, torch.Tensor], device: torch.device) -> None:
+    torch.set_rng_state(states["cpu"])
+    if "cuda" in states and device.type == "cuda":
+        torch.cuda.set_rng_state(states["cuda"], device)
