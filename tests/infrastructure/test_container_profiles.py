@@ -154,3 +154,33 @@ def test_the_trigger_bundle_carries_the_profile_table(tmp_path: Path) -> None:
     assert copy.is_file() and not copy.is_symlink()
     assert copy.read_bytes() == Path(profiles.__file__).read_bytes()
     assert not os.path.islink(staged / "training_trigger")
+
+
+DOC = PROJECT_ROOT / "docs" / "container-profiles.md"
+DOC_SWITCH = "UPDATE_DOCS"
+TABLE_START, TABLE_END = "<!-- container-profiles:start -->", "<!-- container-profiles:end -->"
+
+
+def profiles_table() -> str:
+    """The table docs/container-profiles.md shows, rendered from the profile module."""
+    defaults = {profile.framework_version: [d for d in profiles.DISTRIBUTIONS if profiles.default_profile(d) == profile]
+                for profile in profiles.PROFILES}
+    rows = ["| framework_version | python_version | SMDDP | distributions | default for | torch (kept) | numpy (kept) |",
+            "|---|---|---|---|---|---|---|"]
+    for profile in profiles.PROFILES:
+        rows.append(f"| {profile.framework_version} | {profile.python_version} | {'yes' if profile.smddp else 'no'} | "
+                    f"{', '.join(profile.distributions)} | {', '.join(defaults[profile.framework_version]) or '-'} | "
+                    f"=={profile.framework_version} | {profile.numpy_major}.x |")
+    return "\n".join(rows)
+
+
+def test_the_docs_table_is_the_module_rendered() -> None:
+    text = DOC.read_text()
+    before, rest = text.split(TABLE_START)
+    _, after = rest.split(TABLE_END)
+    current = f"{before}{TABLE_START}\n{profiles_table()}\n{TABLE_END}{after}"
+    if os.environ.get(DOC_SWITCH) == "1":
+        DOC.write_text(current)
+        text = current
+    assert text == current, (f"{DOC} is stale: run `{DOC_SWITCH}=1 .venv/bin/python -m pytest "
+                             f"tests/infrastructure/test_container_profiles.py -k docs`")
