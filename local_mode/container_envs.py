@@ -12,6 +12,7 @@ is ~2.5 GB; pip's own cache makes later builds faster).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -78,15 +79,17 @@ def container_env(profile: Any, requirements_file: Path = REQUIREMENTS_FILE, cac
     interpreter = pyenv_interpreter(profile.interpreter)
     root = cache_root / profile.name / cache_key(profile, requirements_file.read_bytes())
     record_file = root / "record.json"
-    if not record_file.exists():
-        on_progress(f"building the {profile.name} container environment in {root} (~2 minutes the first time)")
-        partial = root.with_name(f"{root.name}.partial-{os.getpid()}")
-        shutil.rmtree(partial, ignore_errors=True)
-        record = _build(partial, interpreter, profile, requirements_file)
-        (partial / "record.json").write_text(json.dumps(record, indent=2))
-        shutil.rmtree(root, ignore_errors=True)
-        partial.rename(root)
-        _remove_stale(root)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    # Built in place (a virtual environment's scripts name its path, so it cannot be moved), under a lock so that
+    # concurrent sessions build it once; record.json, written last, marks it complete.
+    with open(root.with_name(f"{root.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not record_file.exists():
+            on_progress(f"building the {profile.name} container environment in {root} (~2 minutes the first time)")
+            shutil.rmtree(root, ignore_errors=True)
+            record = _build(root, interpreter, profile, requirements_file)
+            record_file.write_text(json.dumps(record, indent=2))
+            _remove_stale(root)
     return ContainerEnv(root=root, record=json.loads(record_file.read_text()))
 
 
@@ -123,5 +126,6 @@ def installed_versions(python: Path, names: tuple[str, ...]) -> dict[str, str]:
 def _remove_stale(current: Path) -> None:
     """Environments for older requirements files of the same profile are ~5 GB each: keep only the current one."""
     for sibling in current.parent.iterdir():
-        if sibling != current and not sibling.name.count(".partial-"):
+        if sibling.is_dir() and sibling != current:
             shutil.rmtree(sibling, ignore_errors=True)
+            sibling.with_name(f"{sibling.name}.lock").unlink(missing_ok=True)
