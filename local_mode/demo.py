@@ -68,10 +68,13 @@ class DemoResult:
 def run_demo(options: DemoOptions) -> DemoResult:
     """The whole flow with a fresh local pipeline; raises TriggerRefused when the trigger starts no job."""
     run_dir = options.work_dir / time.strftime("run-%Y%m%d-%H%M%S")
-    container, context = None, {}
+    # The stack synthesized as `cdk synth -c distribution=...` would: its container is that distribution's default
+    # unless --framework-version names one, whose environment then runs the job.
+    context = {"distribution": options.distribution}
+    container = None
     if options.framework_version:
         container = container_env(profiles.profile_named(options.framework_version))
-        context = {"framework_version": options.framework_version, "distribution": options.distribution}
+        context["framework_version"] = options.framework_version
     with ThreadPoolExecutor(max_workers=1) as pool:
         # Data generation and synthesis are one busy core each: on two cores they overlap.
         dataset = pool.submit(_dataset_folder, options, run_dir)
