@@ -86,11 +86,6 @@ def _run(job: TrainingJob, s3: Any, settings: RunnerSettings, on_log_line: LogSi
         return
 
     job.advance("Training")
-    if settings.install_requirements:
-        failure = _install_requirements(settings.python, [folder.code_dir for folder in folders.values()])
-        if failure:
-            job.finish("Failed", failure_reason=failure)
-            return
     log_tail: deque[str] = deque(maxlen=200)
     log_files = {host: folder.log_file.open("a", encoding="utf-8") for host, folder in folders.items()}
 
@@ -100,6 +95,14 @@ def _run(job: TrainingJob, s3: Any, settings: RunnerSettings, on_log_line: LogSi
         job.observe_log_line(line)
         on_log_line(host, line)
 
+    if settings.install_requirements:
+        failure = _install_requirements(settings.python, {host: folder.code_dir for host, folder in folders.items()},
+                                        on_line)
+        if failure:
+            for handle in log_files.values():
+                handle.close()
+            job.finish("Failed", failure_reason=failure)
+            return
     launches = plan_launches(
         launcher=launcher_for(framework), host_environments=environments,
         code_dirs={host: folder.code_dir for host, folder in folders.items()},
@@ -181,14 +184,16 @@ def _stage_code(s3: Any, framework: dict[str, Any], folder: HostFolder) -> None:
         unpack_source_bundle(archive, folder.code_dir)
 
 
-def _install_requirements(python: str, code_dirs: list[Path]) -> str | None:
+def _install_requirements(python: str, code_dirs: dict[str, Path], on_line: LogSink) -> str | None:
     """The toolkit's step before launch, on every host: `python -m pip install -r requirements.txt` in the code
-    folder; the service's FailureReason when it fails."""
-    for code_dir in code_dirs:
+    folder, its output in the host's log; the service's FailureReason when it fails."""
+    for host, code_dir in code_dirs.items():
         if not (code_dir / "requirements.txt").is_file():
             continue
         result = subprocess.run([python, "-m", "pip", "install", "-r", "requirements.txt"], cwd=code_dir,
                                 capture_output=True, text=True)
+        for line in (result.stdout + result.stderr).splitlines():
+            on_line(host, line)
         if result.returncode != 0:
             message = (result.stdout + result.stderr).strip().splitlines()[-3:]
             reason = (f"AlgorithmError: InstallRequirementsError:\nExitCode {result.returncode}\n"
