@@ -6,8 +6,8 @@ mpi4py (the SMDDP images launch ranks with `mpirun ... python -m mpi4py`). Then 
 file is installed with exactly the toolkit's command, and what that did is recorded for the tests to judge.
 
 The cache lives outside the clone, keyed by the requirements file and what the base holds:
-`~/.cache/sagemaker-ranker/container-envs/<profile>/<key>/`. A first build takes ~2 minutes (the CUDA torch wheel
-is ~2.5 GB; pip's own cache makes later builds faster).
+`~/.cache/sagemaker-ranker/container-envs/<profile>/<key>/` (~5-7 GB each; only the newest per profile is kept).
+A first build takes minutes: the CUDA torch wheel and its libraries are ~2.5 GB to fetch and ~5 GB to unpack.
 """
 
 from __future__ import annotations
@@ -65,9 +65,10 @@ def pyenv_interpreter(interpreter: str) -> Path:
     return candidates[-1] / "bin" / "python"
 
 
-def cache_key(profile: Any, requirements: bytes) -> str:
+def cache_key(profile: Any, interpreter: Path, requirements: bytes) -> str:
+    """Changes with anything the environment is built from (a virtual environment is tied to its interpreter)."""
     digest = hashlib.sha256()
-    for part in (profile.name, IMAGE_NUMPY, *IMAGE_EXTRAS):
+    for part in (profile.name, str(interpreter), IMAGE_NUMPY, *IMAGE_EXTRAS):
         digest.update(part.encode() + b"\0")
     digest.update(requirements)
     return digest.hexdigest()[:16]
@@ -77,7 +78,7 @@ def container_env(profile: Any, requirements_file: Path = REQUIREMENTS_FILE, cac
                   on_progress: Any = print) -> ContainerEnv:
     """The cached environment for `profile` with `requirements_file` installed; built first when missing."""
     interpreter = pyenv_interpreter(profile.interpreter)
-    root = cache_root / profile.name / cache_key(profile, requirements_file.read_bytes())
+    root = cache_root / profile.name / cache_key(profile, interpreter, requirements_file.read_bytes())
     record_file = root / "record.json"
     root.parent.mkdir(parents=True, exist_ok=True)
     # Built in place (a virtual environment's scripts name its path, so it cannot be moved), under a lock so that
@@ -85,7 +86,7 @@ def container_env(profile: Any, requirements_file: Path = REQUIREMENTS_FILE, cac
     with open(root.with_name(f"{root.name}.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not record_file.exists():
-            on_progress(f"building the {profile.name} container environment in {root} (~2 minutes the first time)")
+            on_progress(f"building the {profile.name} container environment in {root} (minutes, once)")
             shutil.rmtree(root, ignore_errors=True)
             record = _build(root, interpreter, profile, requirements_file)
             record_file.write_text(json.dumps(record, indent=2))

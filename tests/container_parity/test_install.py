@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from local_mode.container_envs import WATCHED_PACKAGES, installed_versions
+from local_mode.container_envs import IMAGE_EXTRAS, WATCHED_PACKAGES, installed_versions
 from local_mode.synthesized_app import PROJECT_ROOT
 
 TRAINING_CODE = PROJECT_ROOT / "training_code"
@@ -48,3 +48,9 @@ def test_every_ranker_module_imports(profile_env):
     result = subprocess.run([str(env.python), "-c", IMPORT_EVERY_RANKER_MODULE], cwd=TRAINING_CODE,
                             capture_output=True, text=True, check=True, timeout=300)
     assert json.loads(result.stdout) == {}
+
+
+def test_the_environments_toolkit_is_the_one_the_project_pins():
+    pins = (PROJECT_ROOT / "requirements-dev.txt").read_text().split()
+    toolkit = next(extra for extra in IMAGE_EXTRAS if extra.startswith("sagemaker-training=="))
+    assert toolkit in pins
