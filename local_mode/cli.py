@@ -9,7 +9,6 @@ from pathlib import Path
 from local_mode.container_envs import MissingInterpreter
 from local_mode.demo import DemoOptions, DemoResult, TriggerRefused, profiles, run_demo
 
-DISTRIBUTIONS = ("torch_distributed", "pytorchddp", "smdistributed", "none")
 ENTRY_POINTS = ("train_lightning.py", "train_ddp.py")
 
 
@@ -19,7 +18,7 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
     parser.add_argument("--queries", type=int, default=defaults.queries, help="synthetic dataset size in queries")
     parser.add_argument("--epochs", type=int, default=defaults.epochs, help="training epochs (manifest override)")
     parser.add_argument("--entry-point", choices=ENTRY_POINTS, default=defaults.entry_point)
-    parser.add_argument("--distribution", choices=DISTRIBUTIONS, default=defaults.distribution)
+    parser.add_argument("--distribution", choices=profiles.DISTRIBUTIONS, default=defaults.distribution)
     parser.add_argument("--instance-count", type=int, default=defaults.instance_count,
                         help="local hosts (algo-1 .. algo-N)")
     parser.add_argument("--processes-per-host", type=int, default=defaults.processes_per_host,

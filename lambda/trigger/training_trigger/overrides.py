@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from training_trigger.errors import InvalidInput
-from training_trigger.settings import DISTRIBUTIONS, ENTRY_POINTS
+from training_trigger.container_profiles import DISTRIBUTIONS
+from training_trigger.settings import ENTRY_POINTS
 
 HyperparameterValue = str | int | float | bool
 RESERVED_HYPERPARAMETER_PREFIX = "sagemaker_"
