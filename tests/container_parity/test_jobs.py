@@ -26,6 +26,8 @@ pytestmark = pytest.mark.slow
 TRAINING_CODE = Path(__file__).resolve().parents[2] / "training_code"
 TOOLKIT_JOB = Path(__file__).with_name("toolkit_job.py")
 RANKS = 2
+# A job takes seconds to a minute; a rank left waiting on a peer that exited must fail the test, not stall CI.
+JOB_TIMEOUT_SECONDS = 300
 LAUNCHES = [(profile, distribution, launcher)
             for profile in PARITY_PROFILES
             for distribution, launcher in (("torch_distributed", "torch_distributed"), ("pytorchddp", "mpi"))
@@ -48,7 +50,7 @@ def test_a_two_rank_job_trains_to_metrics(profile, distribution, launcher, entry
         env={**clean, "PATH": f"{env.bin_dir}:{clean.get('PATH', '')}", "SAGEMAKER_BASE_DIR": str(host.root),
              "SM_STUDIO_LOCAL_MODE": "true", "TRAINING_JOB_NAME": "parity", "MASTER_ADDR": "127.0.0.1",
              "MASTER_PORT": str(free_port()), "OMP_NUM_THREADS": "1"},
-        capture_output=True, text=True, timeout=600)
+        capture_output=True, text=True, timeout=JOB_TIMEOUT_SECONDS)
     # Then it exits cleanly and rank 0 wrote metrics.json with a real ranking score
     assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
     metrics = json.loads((host.model_dir / "metrics.json").read_text())
