@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -45,17 +46,30 @@ def test_a_two_rank_job_trains_to_metrics(profile, distribution, launcher, entry
     # When the toolkit installs the requirements and launches two ranks
     clean = {name: value for name, value in os.environ.items()
              if not name.startswith(("SM_", "SAGEMAKER_", "PYTHON", "VIRTUAL_ENV"))}
-    result = subprocess.run(
+    returncode, output = _run_job(
         [str(env.python), str(TOOLKIT_JOB), str(bundle), launcher, str(RANKS)],
         env={**clean, "PATH": f"{env.bin_dir}:{clean.get('PATH', '')}", "SAGEMAKER_BASE_DIR": str(host.root),
              "SM_STUDIO_LOCAL_MODE": "true", "TRAINING_JOB_NAME": "parity", "MASTER_ADDR": "127.0.0.1",
-             "MASTER_PORT": str(free_port()), "OMP_NUM_THREADS": "1"},
-        capture_output=True, text=True, timeout=JOB_TIMEOUT_SECONDS)
+             "MASTER_PORT": str(free_port()), "OMP_NUM_THREADS": "1"})
     # Then it exits cleanly and rank 0 wrote metrics.json with a real ranking score
-    assert result.returncode == 0, (result.stdout + result.stderr)[-6000:]
+    assert returncode == 0, output[-6000:]
     metrics = json.loads((host.model_dir / "metrics.json").read_text())
     assert math.isfinite(metrics["train_loss"])
     assert 0.0 < metrics["val_ndcg@10"] <= 1.0
+
+
+def _run_job(command: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """Exit code and output; on timeout the whole process group (toolkit, launcher, ranks) is killed."""
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          start_new_session=True) as job:
+        try:
+            output, _ = job.communicate(timeout=JOB_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            os.killpg(job.pid, signal.SIGKILL)
+            output, _ = job.communicate()
+            pytest.fail(f"the job did not end within {JOB_TIMEOUT_SECONDS} s (a rank waiting on a peer that "
+                        f"exited?):\n{output[-6000:]}")
+    return job.returncode, output
 
 
 def _host_folder(tmp_path: Path, letor_sample_dir: Path, entry_point: str, distribution: str) -> HostFolder:
