@@ -6,9 +6,9 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from local_mode.demo import DemoOptions, DemoResult, TriggerRefused, run_demo
+from local_mode.container_envs import MissingInterpreter
+from local_mode.demo import DemoOptions, DemoResult, TriggerRefused, profiles, run_demo
 
-DISTRIBUTIONS = ("torch_distributed", "pytorchddp", "smdistributed", "none")
 ENTRY_POINTS = ("train_lightning.py", "train_ddp.py")
 
 
@@ -18,7 +18,7 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
     parser.add_argument("--queries", type=int, default=defaults.queries, help="synthetic dataset size in queries")
     parser.add_argument("--epochs", type=int, default=defaults.epochs, help="training epochs (manifest override)")
     parser.add_argument("--entry-point", choices=ENTRY_POINTS, default=defaults.entry_point)
-    parser.add_argument("--distribution", choices=DISTRIBUTIONS, default=defaults.distribution)
+    parser.add_argument("--distribution", choices=profiles.DISTRIBUTIONS, default=defaults.distribution)
     parser.add_argument("--instance-count", type=int, default=defaults.instance_count,
                         help="local hosts (algo-1 .. algo-N)")
     parser.add_argument("--processes-per-host", type=int, default=defaults.processes_per_host,
@@ -27,7 +27,15 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
                         help="a folder of LETOR files to upload instead of generated data")
     parser.add_argument("--work-dir", type=Path, default=defaults.work_dir,
                         help="where runs leave their data, job folders and outputs")
+    parser.add_argument("--framework-version", choices=profiles.supported_versions(), default=None,
+                        help="run the job in an environment like that AWS PyTorch container (its Python from pyenv, "
+                             "its torch; built once, ~2 min) with the bundle's requirements.txt installed as the "
+                             "container does; by default the job runs in this project's environment")
     args = parser.parse_args(argv)
+    profile = profiles.profile_named(args.framework_version) if args.framework_version else None
+    if profile and args.distribution not in profile.distributions:
+        parser.error(f"--distribution {args.distribution} does not run in the PyTorch {args.framework_version} "
+                     f"container: use one of {list(profile.distributions)}")
     for name in ("queries", "epochs", "instance_count", "processes_per_host"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)}: use 1 or more")
@@ -36,7 +44,7 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
     return DemoOptions(queries=args.queries, epochs=args.epochs, entry_point=args.entry_point,
                        distribution=args.distribution, instance_count=args.instance_count,
                        processes_per_host=args.processes_per_host, data=args.data,
-                       work_dir=args.work_dir)
+                       work_dir=args.work_dir, framework_version=args.framework_version)
 
 
 def render_summary(result: DemoResult) -> str:
@@ -53,7 +61,7 @@ def render_summary(result: DemoResult) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = run_demo(parse_options(argv))
-    except TriggerRefused as refused:
+    except (TriggerRefused, MissingInterpreter) as refused:
         print(refused)
         return 1
     print(render_summary(result))

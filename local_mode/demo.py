@@ -21,22 +21,15 @@ from typing import Any
 
 from tqdm import tqdm
 
+from local_mode.container_envs import container_env
 from local_mode.pipeline import LocalPipeline
 from local_mode.s3_transfer import split_s3_uri
 from local_mode.synthesized_app import PROJECT_ROOT
+from stacks.training_code_modules import ranker_module
 
 DATASET_NAME = "demo-letor"
 PROGRESS_STEPS = ("Starting", "Downloading", "Training", "Uploading")
-
-# The trigger checks the instance type against the distribution as the cloud would (torchrun needs accelerators,
-# SMDDP its instance types, several processes per instance need several GPUs), so the demo names a type for which the
-# job could run in the cloud; locally each host runs `--processes-per-host` CPU ranks whatever the type.
-INSTANCE_TYPE_FOR_DISTRIBUTION = {
-    "none": "ml.g5.xlarge",
-    "torch_distributed": "ml.g5.12xlarge",
-    "pytorchddp": "ml.p4d.24xlarge",
-    "smdistributed": "ml.p4d.24xlarge",
-}
+profiles = ranker_module("container_profiles")
 
 
 class TriggerRefused(RuntimeError):
@@ -55,6 +48,8 @@ class DemoOptions:
     processes_per_host: int = 1
     data: Path | None = None
     work_dir: Path = PROJECT_ROOT / "local-runs"
+    # A container profile to run the job in (its cached environment; the stack synthesized for it); None: this Python.
+    framework_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -73,11 +68,19 @@ class DemoResult:
 def run_demo(options: DemoOptions) -> DemoResult:
     """The whole flow with a fresh local pipeline; raises TriggerRefused when the trigger starts no job."""
     run_dir = options.work_dir / time.strftime("run-%Y%m%d-%H%M%S")
+    # The stack synthesized as `cdk synth -c distribution=...` would: its container is that distribution's default
+    # unless --framework-version names one, whose environment then runs the job.
+    context = {"distribution": options.distribution}
+    container = None
+    if options.framework_version:
+        container = container_env(profiles.profile_named(options.framework_version))
+        context["framework_version"] = options.framework_version
     with ThreadPoolExecutor(max_workers=1) as pool:
         # Data generation and synthesis are one busy core each: on two cores they overlap.
         dataset = pool.submit(_dataset_folder, options, run_dir)
         with LocalPipeline(jobs_dir=run_dir / "jobs", processes_per_host=options.processes_per_host,
-                           on_log_line=lambda host, line: tqdm.write(f"[{host}] {line}")) as pipeline:
+                           on_log_line=lambda host, line: tqdm.write(f"[{host}] {line}"), context=context,
+                           container=container) as pipeline:
             return run_demo_job(pipeline, options, dataset.result())
 
 
@@ -102,9 +105,13 @@ def _dataset_folder(options: DemoOptions, run_dir: Path) -> Path:
 
 
 def demo_manifest(options: DemoOptions) -> dict[str, Any]:
-    """The dataset's manifest.json: its `training` object overrides the stack's defaults for this version's job."""
+    """The dataset's manifest.json: its `training` object overrides the stack's defaults for this version's job.
+
+    The trigger checks the instance type against the distribution as the cloud would, so the demo names the type a
+    default job of that distribution gets; locally each host runs `--processes-per-host` CPU ranks whatever the type.
+    """
     return {"training": {"entry_point": options.entry_point, "distribution": options.distribution,
-                         "instance_type": INSTANCE_TYPE_FOR_DISTRIBUTION[options.distribution],
+                         "instance_type": profiles.DEFAULT_INSTANCE_TYPES[options.distribution],
                          "instance_count": options.instance_count,
                          "hyperparameters": {"epochs": options.epochs}}}
 

@@ -9,6 +9,8 @@ output.tar.gz to `<S3OutputPath>/<job name>/output/`. Then Completed, Failed (wi
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -44,6 +46,9 @@ class RunnerSettings:
     processes_per_host: int = 1  # CPU ranks per local host (the service would use one per GPU)
     stop_grace_seconds: float = 30.0  # SIGTERM to SIGKILL (the service waits up to 120 s)
     checkpoint_sync_seconds: float = 2.0
+    python: str = sys.executable  # the interpreter of the environment the job runs in
+    # A container profile's environment: install the bundle's requirements.txt before launch, as the toolkit does.
+    install_requirements: bool = False
 
 
 class ClientError(Exception):
@@ -90,11 +95,20 @@ def _run(job: TrainingJob, s3: Any, settings: RunnerSettings, on_log_line: LogSi
         job.observe_log_line(line)
         on_log_line(host, line)
 
+    if settings.install_requirements:
+        failure = _install_requirements(settings.python, {host: folder.code_dir for host, folder in folders.items()},
+                                        on_line)
+        if failure:
+            for handle in log_files.values():
+                handle.close()
+            job.finish("Failed", failure_reason=failure)
+            return
     launches = plan_launches(
         launcher=launcher_for(framework), host_environments=environments,
         code_dirs={host: folder.code_dir for host, folder in folders.items()},
         entry_point=str(framework["sagemaker_program"]), user_args=user_args(user),
-        processes_per_host=settings.processes_per_host, master_port=free_port(), mpirun=installed_mpirun())
+        processes_per_host=settings.processes_per_host, master_port=free_port(), mpirun=installed_mpirun(),
+        python=settings.python)
     group = ProcessGroup(launches, on_line)
     max_runtime = request["StoppingCondition"].get("MaxRuntimeInSeconds", 86400)
     training_done = threading.Event()
@@ -168,6 +182,24 @@ def _stage_code(s3: Any, framework: dict[str, Any], folder: HostFolder) -> None:
         archive = Path(scratch) / "sourcedir.tar.gz"
         s3.download_file(bucket, key, str(archive))
         unpack_source_bundle(archive, folder.code_dir)
+
+
+def _install_requirements(python: str, code_dirs: dict[str, Path], on_line: LogSink) -> str | None:
+    """The toolkit's step before launch, on every host: `python -m pip install -r requirements.txt` in the code
+    folder, its output in the host's log; the service's FailureReason when it fails."""
+    for host, code_dir in code_dirs.items():
+        if not (code_dir / "requirements.txt").is_file():
+            continue
+        result = subprocess.run([python, "-m", "pip", "install", "-r", "requirements.txt"], cwd=code_dir,
+                                capture_output=True, text=True)
+        for line in (result.stdout + result.stderr).splitlines():
+            on_line(host, line)
+        if result.returncode != 0:
+            message = (result.stdout + result.stderr).strip().splitlines()[-3:]
+            reason = (f"AlgorithmError: InstallRequirementsError:\nExitCode {result.returncode}\n"
+                      f"ErrorMessage \"{' '.join(message)}\"")
+            return reason[:FAILURE_REASON_LIMIT]
+    return None
 
 
 def _sync_until(checkpoints: CheckpointSync | None, done: threading.Event, settings: RunnerSettings) -> None:

@@ -52,8 +52,8 @@ def threads_per_process(total_processes: int) -> str:
 
 def plan_launches(*, launcher: str, host_environments: dict[str, dict[str, str]], code_dirs: dict[str, Path],
                   entry_point: str, user_args: list[str], processes_per_host: int, master_port: int,
-                  mpirun: str | None = None) -> list[Launch]:
-    """The processes to start, host by host, in host order (algo-1 first)."""
+                  mpirun: str | None = None, python: str = sys.executable) -> list[Launch]:
+    """The processes to start, host by host, in host order (algo-1 first), each rank running `python`."""
     hosts = list(host_environments)
     world_size = len(hosts) * processes_per_host
     script = [entry_point, *user_args]
@@ -63,14 +63,14 @@ def plan_launches(*, launcher: str, host_environments: dict[str, dict[str, str]]
                "OMP_NUM_THREADS": threads_per_process(world_size if launcher != SINGLE else 1),
                "PYTHONUNBUFFERED": "1"}
         if launcher == TORCHRUN:
-            argv = [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(len(hosts)),
+            argv = [python, "-m", "torch.distributed.run", "--nnodes", str(len(hosts)),
                     "--nproc_per_node", str(processes_per_host), "--node_rank", str(node_rank),
                     "--master_addr", LOOPBACK, "--master_port", str(master_port), *script]
             launches.append(Launch(host, argv, env, code_dirs[host]))
         elif launcher == MPI and mpirun and len(hosts) == 1:
             exported = [flag for name in sorted(env) for flag in ("-x", name)]
             argv = [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(processes_per_host), *exported,
-                    sys.executable, *script]
+                    python, *script]
             launches.append(Launch(host, argv, env, code_dirs[host]))
         elif launcher == MPI:
             for local_rank in range(processes_per_host):
@@ -79,9 +79,9 @@ def plan_launches(*, launcher: str, host_environments: dict[str, dict[str, str]]
                             "OMPI_COMM_WORLD_LOCAL_RANK": str(local_rank),
                             "OMPI_COMM_WORLD_LOCAL_SIZE": str(processes_per_host),
                             "OMPI_COMM_WORLD_NODE_RANK": str(node_rank)}
-                launches.append(Launch(host, [sys.executable, *script], rank_env, code_dirs[host]))
+                launches.append(Launch(host, [python, *script], rank_env, code_dirs[host]))
         else:
-            launches.append(Launch(host, [sys.executable, *script], env, code_dirs[host]))
+            launches.append(Launch(host, [python, *script], env, code_dirs[host]))
     return launches
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from local_mode.bucket_events import object_created_event
+from local_mode.container_envs import ContainerEnv
 from local_mode.job_runner import RunnerSettings
 from local_mode.local_clients import local_account_id, local_client
 from local_mode.moto_endpoint import MotoEndpoint
@@ -40,10 +41,15 @@ class LocalPipeline:
     """Context manager; the attributes below are set once entered."""
 
     def __init__(self, *, jobs_dir: Path, processes_per_host: int = 1, stop_grace_seconds: float = 30.0,
-                 on_log_line: LogSink = _ignore_log_line, moto: MotoEndpoint | None = None) -> None:
-        """`moto`: a server already running (the caller stops it); by default the pipeline runs its own."""
+                 on_log_line: LogSink = _ignore_log_line, moto: MotoEndpoint | None = None,
+                 context: Mapping[str, str] | None = None, container: ContainerEnv | None = None) -> None:
+        """`moto`: a server already running (the caller stops it); by default the pipeline runs its own.
+        `context`: `-c key=value` for synthesis. `container`: a container profile's environment to run jobs in
+        (installing the bundle's requirements first, as the container does); by default this Python runs them."""
+        runs_in = ({"python": str(container.python), "install_requirements": True} if container else {})
         self._settings = RunnerSettings(work_dir=jobs_dir, processes_per_host=processes_per_host,
-                                        stop_grace_seconds=stop_grace_seconds)
+                                        stop_grace_seconds=stop_grace_seconds, **runs_in)
+        self._context = dict(context or {})
         self._on_log_line = on_log_line
         self._owns_moto = moto is None
         self._moto = moto or MotoEndpoint()
@@ -54,7 +60,7 @@ class LocalPipeline:
         self.sagemaker: Any = None
 
     def __enter__(self) -> "LocalPipeline":
-        assembly = synthesize()
+        assembly = synthesize(context=self._context)
         if self._owns_moto:
             self._moto.start()
         try:

@@ -4,7 +4,8 @@ Local mode runs the app command from cdk.json with the CLI's two inputs (CDK_OUT
 cdk.json's context); the assembly is reused while app.py, cdk.json, stacks/, lambda/ and training_code/ are
 unchanged, since synthesis (with its Lambda and source bundles) is the slowest step of a demo. Assemblies are kept
 under a folder named by that source fingerprint and appear there complete (synthesized aside, then renamed), so
-the demo and test sessions running at the same time share them safely.
+the demo and test sessions running at the same time share them safely. `-c key=value` context (the demo's
+`--framework-version`) is part of the fingerprint.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -27,8 +29,8 @@ _FINGERPRINT_LENGTH = 16
 _STALE_AFTER_SECONDS = 3600
 
 
-def _source_fingerprint() -> str:
-    digest = hashlib.sha256()
+def _source_fingerprint(context: Mapping[str, str]) -> str:
+    digest = hashlib.sha256(json.dumps(dict(context), sort_keys=True).encode())
     for name in APP_INPUTS:
         root = PROJECT_ROOT / name
         files = [root] if root.is_file() else sorted(path for path in root.rglob("*") if path.is_file()
@@ -39,16 +41,20 @@ def _source_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def synthesize(cache_dir: Path = SYNTH_CACHE) -> Path:
-    """The cloud assembly folder (templates, assets.json, asset files), synthesized now or reused."""
-    fingerprint = _source_fingerprint()[:_FINGERPRINT_LENGTH]
+def synthesize(cache_dir: Path = SYNTH_CACHE, context: Mapping[str, str] | None = None) -> Path:
+    """The cloud assembly folder (templates, assets.json, asset files), synthesized now or reused.
+
+    `context` is what `npx cdk synth -c key=value` would add on top of cdk.json's context.
+    """
+    context = context or {}
+    fingerprint = _source_fingerprint(context)[:_FINGERPRINT_LENGTH]
     assembly = cache_dir / fingerprint
     if (assembly / "manifest.json").is_file():
         return assembly
     cache_dir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{fingerprint}-", dir=cache_dir))
     cdk_json = json.loads((PROJECT_ROOT / "cdk.json").read_text())
-    env = {**os.environ, "CDK_OUTDIR": str(scratch), "CDK_CONTEXT_JSON": json.dumps(cdk_json.get("context", {})),
+    env = {**os.environ, "CDK_OUTDIR": str(scratch), "CDK_CONTEXT_JSON": json.dumps({**cdk_json.get("context", {}), **context}),
            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "1"}
     completed = subprocess.run(shlex.split(cdk_json["app"]), cwd=PROJECT_ROOT, env=env, capture_output=True,
                                text=True)

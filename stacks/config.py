@@ -2,7 +2,9 @@
 
 Defaults live in cdk.json (`context.pipeline`), named environments (`context.environments.<env>`) override
 them, and `-c key=value` on the command line overrides both. Every error names the key, the bad value and
-what is allowed, so a typo fails synthesis instead of a training job hours later.
+what is allowed, so a typo fails synthesis instead of a training job hours later. Which container, distribution
+and instance go together comes from the training code's table of container profiles, which the trigger's
+preflight also reads; left unset, framework_version, python_version and instance_type follow the distribution.
 """
 
 from __future__ import annotations
@@ -14,17 +16,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-Distribution = Literal["pytorchddp", "smdistributed", "torch_distributed", "none"]
+from stacks.training_code_modules import ranker_module
+
+profiles = ranker_module("container_profiles")
 
 # SageMaker's managed spot and warm pools cap a job at 28 days.
 _MAX_JOB_SECONDS = 28 * 24 * 3600
 # CloudWatch Logs accepts only these retention periods.
 LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
                        3288, 3653)
-# The AWS DLCs stopped shipping SMDDP (pytorchddp / smdistributed) after PyTorch 2.2.0.
-_LAST_SMDDP_FRAMEWORK = (2, 2, 0)
 _BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
-_ACCELERATED_FAMILY = re.compile(r"^ml\.(p\d|g\d|trn\d|inf\d)")
 
 
 class ConfigError(ValueError):
@@ -51,12 +52,13 @@ class PipelineConfig(BaseModel):
                                           description="file names that mark a dataset version complete, at the "
                                                       "version root (`-c marker_names=a,b`)")
     entry_point: Literal["train_lightning.py", "train_ddp.py"] = Field(description="default training script")
-    distribution: Distribution = Field(
+    distribution: str = Field(
         description="default SageMaker distribution: `torch_distributed` (torchrun), `pytorchddp` / `smdistributed` "
                     "(SMDDP: the AWS DLC up to PyTorch 2.2.0 only) or `none` (one process per host)")
     instance_type: str = Field(pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
-                               description="default SageMaker instance type; `torch_distributed` needs a GPU or "
-                                           "Trainium type and starts one process per GPU")
+                               description="default SageMaker instance type; unset, it follows `distribution` "
+                                           "(docs/container-profiles.md); `torch_distributed` needs a GPU type and "
+                                           "starts one process per GPU")
     instance_count: int = Field(ge=1, le=100, description="default number of training instances")
     max_instance_count: int = Field(
         default=4, ge=1, le=100,
@@ -64,8 +66,10 @@ class PipelineConfig(BaseModel):
                     "dataset's manifest.json or a manual payload); a request above it is refused before any job "
                     "starts")
     framework_version: str = Field(pattern=r"^\d+\.\d+(\.\d+)?$",
-                                   description="PyTorch version of the AWS DLC the jobs run in")
-    python_version: str = Field(pattern=r"^py3\d{1,2}$", description="Python version tag of the DLC, e.g. `py310`")
+                                   description="PyTorch version of the AWS DLC the jobs run in; unset, it follows "
+                                               "`distribution` (docs/container-profiles.md)")
+    python_version: str = Field(pattern=r"^py3\d{1,2}$", description="Python version tag of the DLC, e.g. `py310`; unset, the "
+                                             "framework version's own")
     default_hyperparameters: dict[str, str | int | float | bool] = Field(
         default_factory=dict,
         description="hyperparameters sent with every job, under the manifest's and a manual payload's (no "
@@ -129,6 +133,32 @@ class PipelineConfig(BaseModel):
     noncurrent_version_expiration_days: int = Field(ge=1, le=3650,
                                                     description="days old object versions are kept in the buckets")
     ecr_images_to_keep: int = Field(ge=1, le=1000, description="newest images kept in the ECR repository")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _container_defaults(cls, data: Any) -> Any:
+        """Unset framework_version, python_version and instance_type follow the distribution."""
+        if not isinstance(data, dict) or data.get("distribution") not in profiles.DISTRIBUTIONS:
+            return data
+        distribution = data["distribution"]
+        filled = dict(data)
+        if filled.get("framework_version") is None:
+            filled["framework_version"] = profiles.default_profile(distribution).framework_version
+        profile = profiles.profile_named(str(filled["framework_version"]))
+        if profile is None:
+            raise ValueError("; ".join(profiles.framework_errors(str(filled["framework_version"]), "")))
+        if filled.get("python_version") is None:
+            filled["python_version"] = profile.python_version
+        if filled.get("instance_type") is None:
+            filled["instance_type"] = profiles.DEFAULT_INSTANCE_TYPES[distribution]
+        return filled
+
+    @field_validator("distribution")
+    @classmethod
+    def _known_distribution(cls, distribution: str) -> str:
+        if distribution not in profiles.DISTRIBUTIONS:
+            raise ValueError(f"use one of {list(profiles.DISTRIBUTIONS)}")
+        return distribution
 
     @field_validator("marker_names", mode="before")
     @classmethod
@@ -203,14 +233,12 @@ class PipelineConfig(BaseModel):
                  f"{list(self.subnet_ids)}/{list(self.security_group_ids)}", "both set (VPC) or both empty (no VPC)")
         _require(self.image_source != "custom" or self.custom_image_tag is not None, "custom_image_tag",
                  self.custom_image_tag, "a tag pushed to the project's ECR repository when image_source is 'custom'")
-        _require(self.distribution != "torch_distributed" or bool(_ACCELERATED_FAMILY.match(self.instance_type)),
-                 "instance_type", self.instance_type,
-                 "a GPU or Trainium type (ml.p*, ml.g*, ml.trn*) with distribution 'torch_distributed'")
-        smddp = self.distribution in ("pytorchddp", "smdistributed")
-        newer_than_smddp = _version(self.framework_version) > _LAST_SMDDP_FRAMEWORK
-        _require(not (smddp and self.image_source == "dlc" and newer_than_smddp),
-                 "distribution", self.distribution,
-                 "'torch_distributed' or 'none' with framework_version > 2.2.0: newer AWS DLCs ship no SMDDP")
+        container_errors = profiles.framework_errors(self.framework_version, self.python_version)
+        container_errors += profiles.distribution_errors(
+            distribution=self.distribution, instance_type=self.instance_type,
+            framework_version=self.framework_version, image_source=self.image_source)
+        if container_errors:
+            raise ValueError("; ".join(container_errors))
         return self
 
     @property
@@ -262,7 +290,3 @@ def _ids_with_prefix(ids: tuple[str, ...], prefix: str) -> tuple[str, ...]:
         if not re.fullmatch(re.escape(prefix) + r"[0-9a-f]{8,17}", resource_id):
             raise ValueError(f"{resource_id!r} is not an id like '{prefix}0123456789abcdef0'")
     return ids
-
-
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split("."))

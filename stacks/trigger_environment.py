@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 from stacks.buckets import CHECKPOINT_PREFIX, MODEL_PREFIX
 from stacks.config import PipelineConfig
+from stacks.training_code_modules import ranker_module
 
-LOG_FORMAT_MODULE = Path(__file__).resolve().parents[1] / "training_code" / "ranker" / "log_format.py"
 POWERTOOLS_SERVICE_NAME = "training-trigger"
 
 
 def metric_definitions() -> list[dict[str, str]]:
-    """The training code's own `MetricDefinitions`, loaded by file path (the module imports only the stdlib)."""
-    spec = importlib.util.spec_from_file_location("ranker_log_format", LOG_FORMAT_MODULE)
-    if spec is None or spec.loader is None:
-        raise FileNotFoundError(f"{LOG_FORMAT_MODULE} is missing: it defines the metrics SageMaker scrapes")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.metric_definitions()
+    """The training code's own `MetricDefinitions`."""
+    return ranker_module("log_format").metric_definitions()
 
 
 def trigger_environment(config: PipelineConfig, *, data_bucket: str, artifacts_bucket: str, role_arn: str,

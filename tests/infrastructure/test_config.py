@@ -7,7 +7,6 @@ from aws_cdk import App
 
 from app import config_from_context
 from stacks.config import ConfigError
-from stacks.training_image import resolve_dlc_image
 from .synthesis import CDK_CONTEXT, config_for
 
 
@@ -64,12 +63,13 @@ def test_unknown_environment_names_the_known_ones() -> None:
         config_for("staging")
 
 
-def test_framework_version_without_a_dlc_is_refused_at_image_resolution() -> None:
-    # Given a well-formed version the SDK has no DLC for
-    config = config_for("dev", framework_version="1.0.1")
-    # When the image is resolved / Then the message names the key and value
-    with pytest.raises(ConfigError, match=r"framework_version='1.0.1'"):
-        resolve_dlc_image(config)
+def test_framework_version_without_a_supported_container_names_the_supported_ones() -> None:
+    # Given a well-formed version for which no supported container exists / When it is validated
+    with pytest.raises(ConfigError) as error:
+        config_for("dev", framework_version="1.0.1")
+    # Then the message names the key, the value and the versions that work
+    assert "framework_version='1.0.1'" in str(error.value)
+    assert "'2.2.0'" in str(error.value) and "'2.8.0'" in str(error.value)
 
 
 def test_context_strings_from_the_command_line_override_cdk_json() -> None:

@@ -124,6 +124,11 @@ def letor_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def demo_pipeline(moto: MotoEndpoint, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalPipeline]:
-    """The synthesized stacks on the session's moto server, the trigger and local SageMaker; one rank per host."""
-    with LocalPipeline(jobs_dir=tmp_path_factory.mktemp("demo-jobs"), stop_grace_seconds=10, moto=moto) as pipeline:
+    """The synthesized stacks on the session's moto server, the trigger and local SageMaker; one rank per host.
+
+    Synthesized for the PyTorch 2.2.0 container, the one whose rules allow every distribution, so that one stack's
+    trigger accepts the jobs of each mode the tests run (local hosts run this Python whatever the container).
+    """
+    with LocalPipeline(jobs_dir=tmp_path_factory.mktemp("demo-jobs"), stop_grace_seconds=10, moto=moto,
+                       context={"framework_version": "2.2.0"}) as pipeline:
         yield pipeline

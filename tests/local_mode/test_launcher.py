@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from local_mode.container_environment import decode_hyperparameters, split_hyperparameters, user_args
@@ -76,3 +77,13 @@ def test_user_args_follow_the_toolkit_encoding():
     framework, user = split_hyperparameters(decoded)
     assert framework == {"sagemaker_program": "train.py"}
     assert user_args(user) == ["--epochs", "3", "--flag", "True", "--loss", "listnet", "--raw", "not json"]
+
+
+def test_every_launch_runs_the_given_python():
+    python = "/envs/2.2.0-py310/bin/python"
+    for launcher, mpirun in ((TORCHRUN, None), (MPI, "/usr/bin/mpirun"), (MPI, None), (SINGLE, None)):
+        launches = plan_launches(launcher=launcher, host_environments={"algo-1": {}}, code_dirs={"algo-1": Path("/c")},
+                                 entry_point="train.py", user_args=[], processes_per_host=2, master_port=29511,
+                                 mpirun=mpirun, python=python)
+        for launch in launches:
+            assert python in launch.argv and sys.executable not in launch.argv, (launcher, launch.argv)

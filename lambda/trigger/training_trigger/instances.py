@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-# Accelerators (GPUs, or Neuron devices for trn) per instance, for the types a ranking job plausibly uses.
+from training_trigger.container_profiles import instance_kind
+
+# GPUs per instance, for the types a ranking job plausibly uses.
 # Types missing here are still accepted; only the checks that need the count are skipped for them.
 ACCELERATORS_PER_INSTANCE: dict[str, int] = {
     "ml.p3.2xlarge": 1, "ml.p3.8xlarge": 4, "ml.p3.16xlarge": 8, "ml.p3dn.24xlarge": 8,
@@ -15,11 +17,7 @@ ACCELERATORS_PER_INSTANCE: dict[str, int] = {
     "ml.g5.12xlarge": 4, "ml.g5.24xlarge": 4, "ml.g5.48xlarge": 8,
     "ml.g6.xlarge": 1, "ml.g6.2xlarge": 1, "ml.g6.4xlarge": 1, "ml.g6.8xlarge": 1, "ml.g6.16xlarge": 1,
     "ml.g6.12xlarge": 4, "ml.g6.24xlarge": 4, "ml.g6.48xlarge": 8,
-    "ml.trn1.2xlarge": 1, "ml.trn1.32xlarge": 16, "ml.trn1n.32xlarge": 16,
 }
-
-# SageMaker distributed data parallel (SMDDP) runs only on these (AWS dropped p3.16xlarge from SMDDP).
-SMDDP_INSTANCE_TYPES = ("ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p3dn.24xlarge")
 
 # Families with local NVMe instance storage: CreateTrainingJob refuses VolumeKmsKeyId for them, because their
 # storage is encrypted by the instance's hardware.
@@ -34,24 +32,11 @@ def instance_family(instance_type: str) -> str | None:
     return match["family"] if match else None
 
 
-def is_gpu(instance_type: str) -> bool:
-    family = instance_family(instance_type) or ""
-    return family.startswith(("p", "g"))
-
-
-def is_trainium(instance_type: str) -> bool:
-    return (instance_family(instance_type) or "").startswith("trn")
-
-
-def is_p5(instance_type: str) -> bool:
-    return (instance_family(instance_type) or "").startswith("p5")
-
-
 def accelerators(instance_type: str) -> int | None:
-    """Accelerators per instance; 0 for CPU instances; None when the type is unknown to this table."""
+    """GPUs per instance; 0 for CPU instances; None when the type is unknown to this table."""
     if instance_type in ACCELERATORS_PER_INSTANCE:
         return ACCELERATORS_PER_INSTANCE[instance_type]
-    return None if is_gpu(instance_type) or is_trainium(instance_type) else 0
+    return 0 if instance_kind(instance_type) == "cpu" else None
 
 
 def has_local_nvme(instance_type: str) -> bool:

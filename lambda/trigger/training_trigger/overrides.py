@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from training_trigger.errors import InvalidInput
+from training_trigger.container_profiles import DISTRIBUTIONS
 from training_trigger.limits import ceiling_errors, hyperparameter_key_errors, instance_type_errors, tag_errors
-from training_trigger.settings import DISTRIBUTIONS, ENTRY_POINTS, Settings
+from training_trigger.settings import ENTRY_POINTS, Settings
 
 HyperparameterValue = str | int | float | bool
 RESERVED_HYPERPARAMETER_PREFIX = "sagemaker_"

@@ -11,8 +11,9 @@ from typing import Any
 
 from botocore.validate import ParamValidator
 
+from training_trigger import container_profiles
 from training_trigger.aws_clients import sagemaker_client
-from training_trigger.instances import SMDDP_INSTANCE_TYPES, accelerators, is_gpu, is_p5, is_trainium
+from training_trigger.instances import accelerators
 from training_trigger.job_names import job_name_errors
 from training_trigger.limits import (
     MAX_HYPERPARAMETER_VALUE_LENGTH,
@@ -28,8 +29,6 @@ from training_trigger.settings import Settings
 _NAMED_MEMBERS = ("HyperParameters", "Tags")
 MAX_KEEP_ALIVE_SECONDS = 3600
 MAX_RETRY_ATTEMPTS = 30
-# The newest PyTorch whose AWS deep learning container still ships the SMDDP library.
-LAST_SMDDP_FRAMEWORK = (2, 2, 0)
 REQUIRED_CHANNEL = "train"
 
 
@@ -66,36 +65,16 @@ def _naming_errors(request: dict[str, Any], settings: Settings) -> list[str]:
     return errors
 
 
-def _framework_version(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split(".") if part.isdigit())
-
-
 def _distribution_errors(spec: TrainingJobSpec, settings: Settings) -> list[str]:
-    errors = []
+    """The container-profile rules synthesis also applies, then what only a planned job shows."""
     mode, instance_type = spec.distribution, spec.instance_type
-    if mode in ("pytorchddp", "smdistributed"):
-        if is_p5(instance_type):
-            errors.append(f"distribution={mode!r} on instance_type={instance_type!r}: SMDDP does not run on p5 "
-                          f"unless torchrun launches it; use distribution 'torch_distributed'")
-        elif instance_type not in SMDDP_INSTANCE_TYPES:
-            errors.append(f"distribution={mode!r} needs an SMDDP instance {list(SMDDP_INSTANCE_TYPES)}, not "
-                          f"instance_type={instance_type!r}: pick one, or use distribution 'torch_distributed'")
-        if settings.image_source == "dlc" and _framework_version(settings.framework_version) > LAST_SMDDP_FRAMEWORK:
-            errors.append(f"distribution={mode!r} with the AWS PyTorch {settings.framework_version} container: SMDDP "
-                          f"ships only up to PyTorch 2.2.0; use distribution 'torch_distributed', framework 2.2.0, "
-                          f"or the custom image")
-        if "py3" not in settings.python_version:
-            errors.append(f"distribution={mode!r} with PYTHON_VERSION={settings.python_version!r}: use py3x")
-    if mode == "torch_distributed":
-        if not (is_gpu(instance_type) or is_trainium(instance_type)):
-            errors.append(f"distribution='torch_distributed' needs a GPU or Trainium instance, not "
-                          f"instance_type={instance_type!r}: pick e.g. ml.g5.12xlarge, or use distribution 'none'")
-        if not spec.entry_point.endswith(".py"):
-            errors.append(f"distribution='torch_distributed' runs Python scripts only, not "
-                          f"entry_point={spec.entry_point!r}: use train_ddp.py or train_lightning.py")
-    if is_trainium(instance_type) and mode not in ("torch_distributed", "none"):
-        errors.append(f"distribution={mode!r} does not run on Trainium instance_type={instance_type!r}: use "
-                      f"'torch_distributed'")
+    errors = container_profiles.framework_errors(settings.framework_version, settings.python_version)
+    errors += container_profiles.distribution_errors(distribution=mode, instance_type=instance_type,
+                                                     framework_version=settings.framework_version,
+                                                     image_source=settings.image_source)
+    if mode == "torch_distributed" and not spec.entry_point.endswith(".py"):
+        errors.append(f"distribution='torch_distributed' runs Python scripts only, not "
+                      f"entry_point={spec.entry_point!r}: use train_ddp.py or train_lightning.py")
     devices = accelerators(instance_type)
     if mode != "none" and spec.instance_count == 1 and devices is not None and devices < 2:
         errors.append(f"distribution={mode!r} starts one process per accelerator, but instance_type="

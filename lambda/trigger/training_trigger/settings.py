@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from training_trigger.container_profiles import DISTRIBUTIONS
+
 ENTRY_POINTS = ("train_lightning.py", "train_ddp.py")
-DISTRIBUTIONS = ("none", "pytorchddp", "smdistributed", "torch_distributed")
 IMAGE_SOURCES = ("dlc", "custom")
 INPUT_MODES = ("File", "FastFile")
 

@@ -22,7 +22,6 @@ def _errors(spec, settings):
         ("smdistributed", "ml.p4de.24xlarge", 1),
         ("torch_distributed", "ml.g5.12xlarge", 1),
         ("torch_distributed", "ml.g5.2xlarge", 4),
-        ("torch_distributed", "ml.trn1.32xlarge", 1),
     ],
 )
 def test_workable_jobs_pass(settings, distribution, instance_type, count):
@@ -50,16 +49,23 @@ def test_the_service_model_catches_what_the_api_would_refuse(settings):
          "instance_type='ml.g5.48xlarge'"),
         ({"distribution": "smdistributed", "instance_type": "ml.p5.48xlarge"}, {},
          "SMDDP does not run on p5 unless torchrun launches it; use distribution 'torch_distributed'"),
-        ({"distribution": "smdistributed", "instance_type": "ml.p4d.24xlarge"}, {"FRAMEWORK_VERSION": "2.5.1"},
-         "SMDDP ships only up to PyTorch 2.2.0; use distribution 'torch_distributed'"),
+        ({"distribution": "smdistributed", "instance_type": "ml.p4d.24xlarge"}, {"FRAMEWORK_VERSION": "2.5.1",
+                                                                                  "PYTHON_VERSION": "py311"},
+         "distribution='smdistributed' does not run in the AWS PyTorch 2.5.1 container"),
         ({"distribution": "pytorchddp", "instance_type": "ml.p4d.24xlarge"}, {"PYTHON_VERSION": "py27"},
-         "PYTHON_VERSION='py27': use py3x"),
+         "python_version='py27' does not match the PyTorch 2.2.0 container, which has py310: use 'py310'"),
+        ({}, {"FRAMEWORK_VERSION": "1.13.1", "PYTHON_VERSION": "py39"},
+         "framework_version='1.13.1' is not a supported AWS PyTorch container: use one of ['2.2.0'"),
         ({"distribution": "torch_distributed", "instance_type": "ml.c5.18xlarge"}, {},
-         "'torch_distributed' needs a GPU or Trainium instance"),
+         "'torch_distributed' needs a GPU instance, not instance_type='ml.c5.18xlarge'"),
         ({"distribution": "torch_distributed", "instance_type": "ml.g5.2xlarge"}, {},
          "instance_count=1 has 1: use a multi-GPU instance, raise instance_count"),
         ({"distribution": "pytorchddp", "instance_type": "ml.trn1.32xlarge"}, {},
-         "does not run on Trainium"),
+         "is a Trainium/Inferentia (Neuron) instance: the training code runs on CUDA GPUs and CPUs only"),
+        ({"distribution": "torch_distributed", "instance_type": "ml.trn1.32xlarge"}, {},
+         "instance_type='ml.trn1.32xlarge' is a Trainium/Inferentia (Neuron) instance"),
+        ({"distribution": "none", "instance_type": "ml.inf2.xlarge"}, {},
+         "instance_type='ml.inf2.xlarge' is a Trainium/Inferentia (Neuron) instance"),
         ({"job_name": "nightly-web-search"}, {}, "does not start with 'ranker-'"),
         ({"job_name": "ranker-web_search"}, {}, "is not a valid training job name"),
         ({"channels": {"validation": "s3://ranker-data-example/v/"}}, {}, "has no 'train' channel"),
@@ -84,6 +90,6 @@ def test_unworkable_jobs_are_refused_with_field_and_fix(changes, environ, messag
 
 
 def test_custom_image_lifts_the_framework_limit_for_smddp():
-    settings = stack_settings(FRAMEWORK_VERSION="2.5.1", IMAGE_SOURCE="custom")
+    settings = stack_settings(FRAMEWORK_VERSION="2.5.1", PYTHON_VERSION="py311", IMAGE_SOURCE="custom")
     spec = job_spec(distribution="smdistributed", instance_type="ml.p4d.24xlarge")
     assert _errors(spec, settings) == []

@@ -1,0 +1,1 @@
+../../../training_code/ranker/container_profiles.py

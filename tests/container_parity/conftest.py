@@ -1,0 +1,15 @@
+"""Environments like the AWS PyTorch training containers, one per tested profile, built once and cached."""
+
+from __future__ import annotations
+
+import pytest
+
+from local_mode.container_envs import ContainerEnv
+from ranker.container_profiles import ContainerProfile
+
+from .profile_envs import PARITY_PROFILES, build_or_skip
+
+
+@pytest.fixture(scope="session", params=PARITY_PROFILES, ids=lambda profile: profile.name)
+def profile_env(request: pytest.FixtureRequest) -> tuple[ContainerProfile, ContainerEnv]:
+    return request.param, build_or_skip(request.param)

@@ -1,0 +1,56 @@
+"""The bundle's requirements file installs in each container as the toolkit installs it, moving nothing the image
+owns, and every module of the training code imports there."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from local_mode.container_envs import IMAGE_EXTRAS, WATCHED_PACKAGES, installed_versions
+from local_mode.synthesized_app import PROJECT_ROOT
+
+TRAINING_CODE = PROJECT_ROOT / "training_code"
+IMPORT_EVERY_RANKER_MODULE = """
+import importlib, json, pkgutil, traceback
+import ranker
+failures = {}
+for module in pkgutil.iter_modules(ranker.__path__):
+    try:
+        importlib.import_module(f"ranker.{module.name}")
+    except Exception:
+        failures[module.name] = traceback.format_exc(limit=-1).strip().splitlines()[-1]
+print(json.dumps(failures))
+"""
+
+
+def test_the_toolkits_install_command_succeeds(profile_env):
+    _, env = profile_env
+    install = env.record["install"]
+    assert install["command"] == ["python", "-m", "pip", "install", "-r", "requirements.txt"]
+    assert install["returncode"] == 0, install["output_tail"]
+
+
+def test_the_images_torch_and_numpy_major_do_not_move(profile_env):
+    profile, env = profile_env
+    before, after = env.record["image_packages"], env.record["packages_after_install"]
+    assert after == before == installed_versions(env.python, WATCHED_PACKAGES)
+    assert after["torch"].split("+")[0] == profile.framework_version
+    assert int(after["numpy"].split(".")[0]) == profile.numpy_major
+
+
+def test_pip_check_is_clean(profile_env):
+    _, env = profile_env
+    assert env.record["pip_check"]["returncode"] == 0, env.record["pip_check"]["output"]
+
+
+def test_every_ranker_module_imports(profile_env):
+    _, env = profile_env
+    result = subprocess.run([str(env.python), "-c", IMPORT_EVERY_RANKER_MODULE], cwd=TRAINING_CODE,
+                            capture_output=True, text=True, check=True, timeout=300)
+    assert json.loads(result.stdout) == {}
+
+
+def test_the_environments_toolkit_is_the_one_the_project_pins():
+    pins = (PROJECT_ROOT / "requirements-dev.txt").read_text().split()
+    toolkit = next(extra for extra in IMAGE_EXTRAS if extra.startswith("sagemaker-training=="))
+    assert toolkit in pins

@@ -1,0 +1,91 @@
+"""Both entry points train as a 2-rank job in each container environment, launched by the real toolkit.
+
+torchrun for `torch_distributed` in every tested container; the MPI launch of `pytorchddp`/`smdistributed` in the
+containers that allow SMDDP. The hyperparameters are encoded and flagged by the trigger's own request builder.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from local_mode.container_layout import HostFolder, input_data_config, resource_config
+from local_mode.network import free_port
+from stacks.source_bundle import pack_source_dir
+from training_trigger.request import distribution_hyperparameters, json_encode_hyperparameters
+
+from .profile_envs import PARITY_PROFILES, build_or_skip
+
+pytestmark = pytest.mark.slow
+
+TRAINING_CODE = Path(__file__).resolve().parents[2] / "training_code"
+TOOLKIT_JOB = Path(__file__).with_name("toolkit_job.py")
+RANKS = 2
+# A job takes seconds to a minute; a rank left waiting on a peer that exited must fail the test, not stall CI.
+JOB_TIMEOUT_SECONDS = 300
+LAUNCHES = [(profile, distribution, launcher)
+            for profile in PARITY_PROFILES
+            for distribution, launcher in (("torch_distributed", "torch_distributed"), ("pytorchddp", "mpi"))
+            if distribution in profile.distributions]
+
+
+@pytest.mark.parametrize("entry_point", ["train_ddp.py", "train_lightning.py"])
+@pytest.mark.parametrize(("profile", "distribution", "launcher"), LAUNCHES,
+                         ids=[f"{profile.name}-{distribution}" for profile, distribution, _ in LAUNCHES])
+def test_a_two_rank_job_trains_to_metrics(profile, distribution, launcher, entry_point, tmp_path, letor_sample_dir):
+    # Given the profile's environment and a host folder as SageMaker lays out /opt/ml for this job
+    env = build_or_skip(profile)
+    host = _host_folder(tmp_path, letor_sample_dir, entry_point, distribution)
+    bundle = pack_source_dir(TRAINING_CODE, tmp_path / "bundle" / "sourcedir.tar.gz")
+    # When the toolkit installs the requirements and launches two ranks
+    clean = {name: value for name, value in os.environ.items()
+             if not name.startswith(("SM_", "SAGEMAKER_", "PYTHON", "VIRTUAL_ENV"))}
+    returncode, output = _run_job(
+        [str(env.python), str(TOOLKIT_JOB), str(bundle), launcher, str(RANKS)],
+        env={**clean, "PATH": f"{env.bin_dir}:{clean.get('PATH', '')}", "SAGEMAKER_BASE_DIR": str(host.root),
+             "SM_STUDIO_LOCAL_MODE": "true", "TRAINING_JOB_NAME": "parity", "MASTER_ADDR": "127.0.0.1",
+             "MASTER_PORT": str(free_port()), "OMP_NUM_THREADS": "1"})
+    # Then it exits cleanly and rank 0 wrote metrics.json with a real ranking score
+    assert returncode == 0, output[-6000:]
+    metrics = json.loads((host.model_dir / "metrics.json").read_text())
+    assert math.isfinite(metrics["train_loss"])
+    assert 0.0 < metrics["val_ndcg@10"] <= 1.0
+
+
+def _run_job(command: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """Exit code and output; on timeout the whole process group (toolkit, launcher, ranks) is killed."""
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          start_new_session=True) as job:
+        try:
+            output, _ = job.communicate(timeout=JOB_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            os.killpg(job.pid, signal.SIGKILL)
+            output, _ = job.communicate()
+            pytest.fail(f"the job did not end within {JOB_TIMEOUT_SECONDS} s (a rank waiting on a peer that "
+                        f"exited?):\n{output[-6000:]}")
+    return job.returncode, output
+
+
+def _host_folder(tmp_path: Path, letor_sample_dir: Path, entry_point: str, distribution: str) -> HostFolder:
+    host = HostFolder(tmp_path / "algo-1")
+    host.create()
+    for name in ("rank.train", "rank.train.query"):
+        (host.channel_dir("train") / name).parent.mkdir(parents=True, exist_ok=True)
+        (host.channel_dir("train") / name).symlink_to(letor_sample_dir / name)
+    instance_type = "ml.p4d.24xlarge" if distribution == "pytorchddp" else "ml.g5.12xlarge"
+    hyperparameters = json_encode_hyperparameters({
+        "epochs": 2, "sagemaker_program": entry_point, "sagemaker_submit_directory": "file:///opt/ml/code",
+        "sagemaker_container_log_level": 20, "sagemaker_job_name": "parity", "sagemaker_region": "us-east-1",
+        **distribution_hyperparameters(distribution, instance_type)})
+    channels = [{"ChannelName": "train", "DataSource": {"S3DataSource": {"S3DataDistributionType": "FullyReplicated"}}}]
+    host.write_config(hyperparameters=hyperparameters,
+                      resource_config=resource_config(current_host="algo-1", hosts=["algo-1"],
+                                                      instance_type=instance_type),
+                      input_data_config=input_data_config(channels, "File"))
+    return host

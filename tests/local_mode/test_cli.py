@@ -1,0 +1,29 @@
+"""`python -m local_mode` options: a container profile is chosen by framework version and must run the distribution."""
+
+from __future__ import annotations
+
+import pytest
+
+from local_mode.cli import parse_options
+
+
+def test_a_profile_and_a_distribution_it_runs_are_accepted():
+    options = parse_options(["--framework-version", "2.2.0", "--distribution", "pytorchddp"])
+    assert (options.framework_version, options.distribution) == ("2.2.0", "pytorchddp")
+
+
+def test_by_default_the_job_runs_in_this_environment():
+    assert parse_options([]).framework_version is None
+
+
+def test_a_distribution_the_container_does_not_run_is_refused_naming_the_fix(capsys):
+    with pytest.raises(SystemExit):
+        parse_options(["--framework-version", "2.8.0", "--distribution", "pytorchddp"])
+    assert ("--distribution pytorchddp does not run in the PyTorch 2.8.0 container: use one of "
+            "['none', 'torch_distributed']") in capsys.readouterr().err
+
+
+def test_an_unsupported_framework_version_is_refused_listing_the_supported(capsys):
+    with pytest.raises(SystemExit):
+        parse_options(["--framework-version", "1.13.1"])
+    assert "'2.2.0'" in capsys.readouterr().err
