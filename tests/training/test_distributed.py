@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import pytest
-import torch.distributed as dist
 
-from ranker import distributed
 from ranker.cluster_environment import SageMakerEnvironment
 from ranker.distributed import detect_topology, resolve_backend
 
@@ -59,26 +57,3 @@ def test_lightning_environment_reports_the_mpirun_topology():
     assert environment.creates_processes_externally
     with pytest.raises(ValueError, match="world_size"):
         environment.set_world_size(4)
-
-
-def test_nccl_defaults_fill_in_what_the_user_left_unset_and_keep_what_they_set():
-    env = {}
-    distributed.set_nccl_defaults(env)
-    assert env == distributed.NCCL_DEFAULTS
-    chosen = {name: "0" for name in distributed.NCCL_DEFAULTS}
-    distributed.set_nccl_defaults(chosen)
-    assert set(chosen.values()) == {"0"}
-
-
-def test_shutdown_runs_the_registered_releases_latest_first_while_the_group_exists_and_only_once(tmp_path):
-    # Given a process group and two releases registered in turn (as NCCL window registrations are)
-    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
-    calls = []
-    distributed.before_shutdown(lambda: calls.append(("first", dist.is_initialized())))
-    distributed.before_shutdown(lambda: calls.append(("second", dist.is_initialized())))
-    # When the process leaves the group, twice
-    distributed.shutdown()
-    distributed.shutdown()
-    # Then each release ran once, the latest first, before the group was destroyed
-    assert calls == [("second", True), ("first", True)]
-    assert not dist.is_initialized()

@@ -15,10 +15,8 @@ from ranker.fast_paths import TORCH_2_2, Capabilities, as_older, capabilities, c
 from ranker.fused_linear import FusedLayers
 from ranker.model import RankingMLP
 
-EVERYTHING = Capabilities("torch 9.9", float32_output_gemm=True, device_bound_init=True, nccl_allocator=True,
-                          nccl_version=(2, 28, 3))
-FAST_PATHS = ("fused_layers", "cuda_graph", "fused_data_parallel", "sharded_update", "symmetric_memory",
-              "nccl_zero_cta")
+EVERYTHING = Capabilities("torch 9.9", float32_output_gemm=True, device_bound_init=True)
+FAST_PATHS = ("fused_layers", "cuda_graph", "fused_data_parallel", "sharded_update")
 
 
 def taken(path: fast_paths.TrainingPath) -> set[str]:
@@ -42,8 +40,7 @@ def test_torch_2_2_takes_the_portable_path_and_keeps_the_cuda_graph_naming_why()
     reasons = dict(path.not_taken)
     assert reasons["fused bf16 layers"] == "torch 2.2 has no torch.mm(out_dtype=)"
     assert reasons["FusedDataParallel"] == "needs the fused bf16 layers"
-    assert set(reasons) == {"fused bf16 layers", "FusedDataParallel", "sharded update", "NCCL symmetric memory",
-                            "NCCL zero-CTA policy"}
+    assert set(reasons) == {"fused bf16 layers", "FusedDataParallel", "sharded update"}
     assert all(f"{name}: {why}" in line for name, why in path.not_taken)
 
 
@@ -51,8 +48,6 @@ def test_forcing_torch_2_2_on_a_newer_torch_takes_away_what_2_2_lacks_and_says_s
     forced = as_older(EVERYTHING, "2.2")
     assert dataclasses.replace(forced, source="") == dataclasses.replace(TORCH_2_2, source="")
     assert forced.source == "torch 9.9 as torch 2.2 (RANKER_AS_TORCH=2.2)"
-    # What the running torch lacks stays lacking under the emulation
-    assert not as_older(dataclasses.replace(EVERYTHING, nccl_version=()), "2.2").nccl_version
     # And the environment variable is how a run asks for it
     assert capabilities({"RANKER_AS_TORCH": "2.2"}) == as_older(fast_paths.probe(), "2.2")
     with pytest.raises(ValueError, match=r"RANKER_AS_TORCH: bad value '2.1': use one of 2.2"):
@@ -78,19 +73,11 @@ def test_probe_reads_the_running_torch():
      ("cuda", 2, "nccl", TrainConfig(switches=PathSwitches(allreduce_dtype="bf16")), "CUDA graph",
       "the bf16 all-reduce hook runs Python per bucket"),
      ("cuda", 2, "nccl", TrainConfig(switches=PathSwitches(shard_optimizer=False)), "sharded update",
-      "switched off (shard_optimizer=False)"),
-     ("cuda", 2, "nccl", TrainConfig(switches=PathSwitches(symmetric_memory=False)), "NCCL zero-CTA policy",
-      "needs NCCL symmetric memory")],
+      "switched off (shard_optimizer=False)")],
 )
 def test_each_fast_path_not_taken_is_named_with_its_reason(device, world_size, backend, config, off, why):
     path = choose(config, device, world_size, backend, EVERYTHING)
     assert dict(path.not_taken)[off] == why
-
-
-def test_too_old_an_nccl_keeps_ordinary_kernels():
-    path = choose(TrainConfig(), "cuda", 2, "nccl", dataclasses.replace(EVERYTHING, nccl_version=(2, 26, 2)))
-    assert path.fused_data_parallel and not path.symmetric_memory and not path.nccl_zero_cta
-    assert dict(path.not_taken)["NCCL symmetric memory"] == "NCCL 2.26.2, symmetric kernels need 2.27"
 
 
 def test_on_cpu_the_loop_trains_the_plain_model_and_nothing_else():
@@ -122,7 +109,7 @@ def test_the_fast_path_switches_are_not_flags(tmp_path, capsys):
     from ranker.config import build_parser, parse_config
 
     help_text = build_parser().format_help()
-    for name in ("fused-layers", "data-parallel", "shard-optimizer", "symmetric-memory", "allreduce-dtype", "switches"):
+    for name in ("fused-layers", "data-parallel", "shard-optimizer", "allreduce-dtype", "switches"):
         assert f"--{name}" not in help_text
     with pytest.raises(SystemExit):
         parse_config(["--train", str(tmp_path), "--data-parallel", "ddp"], {}, "test")

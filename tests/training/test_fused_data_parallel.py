@@ -75,13 +75,12 @@ def train_rank(rank: int, world_size: int, store_path: str, results: str, bucket
     dist.init_process_group("gloo", store=dist.FileStore(store_path, world_size), rank=rank, world_size=world_size)
     torch.manual_seed(rank)  # different initial weights per rank: the wrapper must start all from rank 0's
     model = RankingMLP(MODEL)
-    wrapped = FusedDataParallel(model, bucket_bytes, shard_optimizer=shard, symmetric_memory=True)
+    wrapped = FusedDataParallel(model, bucket_bytes, shard_optimizer=shard)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     optimizer = ShardedAdamW(wrapped, optimizer) if wrapped.shard_optimizer else optimizer
     result = train(model, wrapped, optimizer, rank, world_size, range(STEPS))
     result["optimizer"] = optimizer.state_dict()  # a collective when sharded: every rank calls it
     result["sharded"] = wrapped.shard_optimizer
-    result["symmetric"] = wrapped.symmetric  # NCCL's windows: never on gloo, whatever was asked
     if wrapped.shard_optimizer:
         # a plain optimizer never sees the sharded layers' gradients: the first backward pass says so
         unpaired = FusedDataParallel(RankingMLP(MODEL), bucket_bytes, shard_optimizer=True)
@@ -120,7 +119,6 @@ def ranks(request, tmp_path_factory) -> tuple[int, bool, list[dict]]:
              nprocs=world_size, join=True)
     results = [torch.load(folder / f"rank{rank}.pt") for rank in range(world_size)]
     assert [result["sharded"] for result in results] == [sharded] * world_size
-    assert [result["symmetric"] for result in results] == [False] * world_size
     return world_size, sharded, results
 
 

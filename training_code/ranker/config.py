@@ -65,8 +65,6 @@ class PathSwitches:
     """`auto` (FusedDataParallel where it applies) or `ddp` (PyTorch's DDP everywhere)."""
     shard_optimizer: bool = True
     """False: FusedDataParallel all-reduces and every rank runs the whole AdamW update (ranker.sharded_optimizer)."""
-    symmetric_memory: bool = True
-    """False: FusedDataParallel's buffers stay ordinary memory instead of NCCL symmetric windows."""
     allreduce_dtype: str = "fp32"
     """`bf16`: DDP with its bf16 compression hook (halves the bytes sent, adds cast kernels) instead of fp32."""
 

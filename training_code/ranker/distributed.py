@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
@@ -21,11 +21,6 @@ from ranker.fast_paths import TrainingPath
 
 DEFAULT_MASTER_PORT = 7777  # the port SageMaker's training toolkit uses for its launchers
 SMDDP_MODULE = "smdistributed.dataparallel.torch.torch_smddp"
-_before_shutdown: list[Callable[[], None]] = []
-# NCCL's zero-CTA policy, where ranker.fast_paths takes it: on symmetric windows (ranker.symmetric_memory) NCCL may
-# then run a collective without thread blocks, leaving the SMs to the GEMMs beside it (docs/benchmarks.md); other
-# buffers keep NCCL's ordinary kernels.
-NCCL_DEFAULTS = {"NCCL_CTA_POLICY": "2"}
 
 
 @dataclass(frozen=True)
@@ -118,19 +113,11 @@ def init_process_group(topology: Topology, backend: str, device: torch.device, p
         dist.init_process_group(backend="smddp")
         return
     export_torch_environment(topology)
-    if backend == "nccl" and path.nccl_zero_cta:
-        set_nccl_defaults(os.environ)
     store = restart_scoped_store(topology, os.environ)
-    # Bound to its GPU, NCCL makes the communicator now (symmetric memory registers with it); torch 2.2 cannot.
+    # Bound to its GPU, NCCL makes the communicator now rather than at the first collective; torch 2.2 cannot.
     bound = {"device_id": device} if path.bind_device and device.type == "cuda" else {}
     dist.init_process_group(backend=backend, init_method=None if store else "env://", store=store,
                             rank=topology.rank, world_size=topology.world_size, **bound)
-
-
-def set_nccl_defaults(env: MutableMapping[str, str]) -> None:
-    """NCCL_DEFAULTS into `env` wherever the user has not set them (NCCL reads them as its communicator is made)."""
-    for name, value in NCCL_DEFAULTS.items():
-        env.setdefault(name, value)
 
 
 def restart_scoped_store(topology: Topology, env: Mapping[str, str]) -> dist.Store | None:
@@ -164,14 +151,6 @@ def barrier() -> None:
         dist.barrier()
 
 
-def before_shutdown(callback: Callable[[], None]) -> None:
-    """Runs `callback` in `shutdown()` while the process group still exists, latest first (NCCL registrations must be
-    undone before their communicator is destroyed)."""
-    _before_shutdown.append(callback)
-
-
 def shutdown() -> None:
-    while _before_shutdown:
-        _before_shutdown.pop()()
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()

@@ -49,7 +49,7 @@ def wrap_for_training(model: nn.Module, device: torch.device, world_size: int, c
     with the backward pass."""
     path = training_path(config, device, world_size)
     if path.fused_data_parallel:
-        return FusedDataParallel(model, shard_optimizer=path.sharded_update, symmetric_memory=path.symmetric_memory)
+        return FusedDataParallel(model, shard_optimizer=path.sharded_update)
     if config.compile:
         model = torch.compile(model)
     elif path.fused_layers:

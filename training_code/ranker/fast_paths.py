@@ -8,10 +8,7 @@ The fast paths on top of it, each with what it needs:
 - fused bf16 layers (ranker.fused_linear): the float32-output GEMM, `torch.mm(..., out_dtype=)`;
 - FusedDataParallel (ranker.fused_data_parallel): the fused layers (their backward writes the gradients it reduces),
   several processes, NCCL, float32 gradients;
-- the sharded update (ranker.sharded_optimizer): FusedDataParallel;
-- NCCL symmetric memory (ranker.symmetric_memory): FusedDataParallel, NCCL's allocator as a torch memory pool, a
-  communicator bound to its device at start-up, NCCL 2.27 or later;
-- NCCL's zero-CTA policy (ranker.distributed): symmetric memory.
+- the sharded update (ranker.sharded_optimizer): FusedDataParallel.
 
 `RANKER_AS_TORCH=2.2` in the environment makes a newer torch choose as torch 2.2 would, so that a GPU machine with a
 newer torch can measure the path a torch 2.2 container takes.
@@ -31,7 +28,6 @@ import torch.distributed as dist
 from ranker.config import TrainConfig
 
 FORCE_VARIABLE = "RANKER_AS_TORCH"
-SYMMETRIC_KERNELS_NCCL = (2, 27)  # NCCL's symmetric kernels and NCCL_CTA_POLICY arrived in 2.27
 
 
 @dataclass(frozen=True)
@@ -44,30 +40,18 @@ class Capabilities:
     """`torch.mm(a, b, out_dtype=torch.float32)` on bf16 operands (the `aten::mm.dtype` overload)."""
     device_bound_init: bool
     """`init_process_group(device_id=...)`: the NCCL communicator is made at start-up, bound to its GPU."""
-    nccl_allocator: bool
-    """`torch.cuda.MemPool` and `ProcessGroupNCCL.register_mem_pool`: tensors in NCCL's memory, registered."""
-    nccl_version: tuple[int, ...]
-    """The NCCL torch was built with; () where it has none."""
 
 
 # What torch 2.2.0 (the AWS DLC 2.2.0, CUDA 12.1) has, as probed with that torch.
-TORCH_2_2 = Capabilities("torch 2.2", float32_output_gemm=False, device_bound_init=False, nccl_allocator=False,
-                         nccl_version=(2, 19, 3))
+TORCH_2_2 = Capabilities("torch 2.2", float32_output_gemm=False, device_bound_init=False)
 EMULATED = {"2.2": TORCH_2_2}
 
 
 def probe() -> Capabilities:
-    nccl = getattr(dist, "ProcessGroupNCCL", None)  # absent from CPU-only builds
-    try:
-        nccl_version = tuple(torch.cuda.nccl.version())
-    except (AttributeError, RuntimeError):  # a build without NCCL
-        nccl_version = ()
     return Capabilities(
         f"torch {torch.__version__}",
         float32_output_gemm="dtype" in torch.ops.aten.mm.overloads(),
-        device_bound_init="device_id" in inspect.signature(dist.init_process_group).parameters,
-        nccl_allocator=hasattr(torch.cuda, "MemPool") and hasattr(nccl, "register_mem_pool"),
-        nccl_version=nccl_version)
+        device_bound_init="device_id" in inspect.signature(dist.init_process_group).parameters)
 
 
 def as_older(actual: Capabilities, forced: str) -> Capabilities:
@@ -75,9 +59,7 @@ def as_older(actual: Capabilities, forced: str) -> Capabilities:
     older = EMULATED[forced]
     return Capabilities(f"{actual.source} as {older.source} ({FORCE_VARIABLE}={forced})",
                         float32_output_gemm=actual.float32_output_gemm and older.float32_output_gemm,
-                        device_bound_init=actual.device_bound_init and older.device_bound_init,
-                        nccl_allocator=actual.nccl_allocator and older.nccl_allocator,
-                        nccl_version=min(actual.nccl_version, older.nccl_version))
+                        device_bound_init=actual.device_bound_init and older.device_bound_init)
 
 
 def capabilities(env: Mapping[str, str] = os.environ) -> Capabilities:
@@ -103,8 +85,6 @@ class TrainingPath:
     fused_data_parallel: bool
     sharded_update: bool
     """Allowed: FusedDataParallel shards the update where the layers fill more than one gradient bucket."""
-    symmetric_memory: bool
-    nccl_zero_cta: bool
     bind_device: bool
     """Pass the GPU to `init_process_group` (not a fast path: what this torch allows)."""
     not_taken: tuple[tuple[str, str], ...]
@@ -118,9 +98,8 @@ class TrainingPath:
         """What runs: the layers, the data parallelism, the step and any further fast path."""
         step = "CUDA graph" if self.cuda_graph else "eager step"
         parts = [self.layers, self.data_parallel, step]
-        parts += [name for name, on in (("sharded update where the layers fill several buckets", self.sharded_update),
-                                        ("NCCL symmetric memory", self.symmetric_memory),
-                                        ("NCCL zero-CTA policy", self.nccl_zero_cta)) if on]
+        if self.sharded_update:
+            parts.append("sharded update where the layers fill several buckets")
         return ", ".join(parts)
 
     def describe(self) -> str:
@@ -160,14 +139,6 @@ def choose(config: TrainConfig, device_type: str, world_size: int = 1, backend: 
     sharded_update = decide("sharded update", [
         (fused_data_parallel, "needs FusedDataParallel"),
         (switches.shard_optimizer, "switched off (shard_optimizer=False)")])
-    symmetric_memory = decide("NCCL symmetric memory", [
-        (fused_data_parallel, "needs FusedDataParallel"),
-        (switches.symmetric_memory, "switched off (symmetric_memory=False)"),
-        (have.nccl_allocator, f"{have.source} has no torch.cuda.MemPool with NCCL registration"),
-        (have.device_bound_init, f"{have.source} has no init_process_group(device_id=)"),
-        (have.nccl_version >= SYMMETRIC_KERNELS_NCCL,
-         f"NCCL {'.'.join(map(str, have.nccl_version)) or 'absent'}, symmetric kernels need 2.27")])
-    nccl_zero_cta = decide("NCCL zero-CTA policy", [(symmetric_memory, "needs NCCL symmetric memory")])
 
     if world_size == 1:
         data_parallel = "one process"
@@ -179,8 +150,7 @@ def choose(config: TrainConfig, device_type: str, world_size: int = 1, backend: 
         layers = "autocast bf16 Linear + ReLU" if on_gpu and config.precision == "bf16" else "float32 Linear + ReLU"
         layers += " under torch.compile" if config.compile else ""
     return TrainingPath(fused_layers=fused_layers, cuda_graph=cuda_graph, fused_data_parallel=fused_data_parallel,
-                        sharded_update=sharded_update, symmetric_memory=symmetric_memory, nccl_zero_cta=nccl_zero_cta,
-                        bind_device=on_gpu and have.device_bound_init,
+                        sharded_update=sharded_update, bind_device=on_gpu and have.device_bound_init,
                         not_taken=tuple((name, why) for name, why in reasons.items() if why is not None),
                         capabilities=have, layers=layers, data_parallel=data_parallel)
 

@@ -30,7 +30,6 @@ from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 from torch.autograd import Variable
 
 from ranker.fused_linear import fused_plan, fused_scores
-from ranker.symmetric_memory import symmetric_pool
 
 # In place (the output is this rank's part of the input); renamed from the `_tensor` spellings in newer torch.
 REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", dist.reduce_scatter_tensor)
@@ -81,8 +80,7 @@ class FusedDataParallel(nn.Module):
     during the rest of the backward pass. For that the layers' parameters are moved into one flat buffer laid out like
     the gradients'."""
 
-    def __init__(self, module: nn.Module, bucket_bytes: int = BUCKET_BYTES, shard_optimizer: bool = False,
-                 symmetric_memory: bool = False):
+    def __init__(self, module: nn.Module, bucket_bytes: int = BUCKET_BYTES, shard_optimizer: bool = False):
         super().__init__()
         if not dist.is_initialized():
             raise RuntimeError("FusedDataParallel: initialise the process group first")
@@ -105,12 +103,8 @@ class FusedDataParallel(nn.Module):
         self.shard_optimizer = shard_optimizer and len(groups) > 1
         padded = [padded_length(sum(sizes[i] for i in group), self.world_size) for group in groups]
         device = parameters[0].device
-        self.symmetric_pool = symmetric_pool(device) if symmetric_memory else None
-        with self.symmetric_pool.allocating() if self.symmetric_pool is not None else contextlib.nullcontext():
-            self.gradient_buffer = torch.zeros(sum(padded), dtype=torch.float32, device=device)
-            self.parameter_buffer = torch.zeros_like(self.gradient_buffer) if self.shard_optimizer else None
-        self.symmetric = self.symmetric_pool is not None and self.symmetric_pool.register()
-        """Whether the buffers are NCCL symmetric windows (ranker.symmetric_memory), for NCCL's symmetric kernels."""
+        self.gradient_buffer = torch.zeros(sum(padded), dtype=torch.float32, device=device)
+        self.parameter_buffer = torch.zeros_like(self.gradient_buffer) if self.shard_optimizer else None
         self.layer_offsets: dict[nn.Parameter, int] = {}
         """Each layer parameter's offset in the flat layout (gradients and, when sharded, parameters)."""
         self.slots: dict[nn.Module, LayerGradients] = {}
