@@ -6,11 +6,10 @@
 
 Every variant trains the same RankingMLP (engine.build_model, the same initial weights) on the same synthetic queries
 (benchmarks.project_trainers.benchmark_session) with the same step (forward under bf16 autocast, listwise loss,
-backward, AdamW, the run's warm-up and cosine schedule: ranker.throughput.NativeHarness; ZeRO's functional AdamW keeps
+backward, AdamW, the run's warm-up and cosine schedule: benchmarks.native_harness.NativeHarness; ZeRO's functional AdamW keeps
 a fixed learning rate, see `zero_overlap`), and is timed by the same
 protocol as benchmarks/gpu_scaling.py (warm-up, then the median of timed windows). Only the data parallelism differs:
-the project's hand-written path (FusedDataParallel, the sharded AdamW update beside the backward pass, NCCL symmetric
-windows) against DDP, DDP with a comm hook, ZeroRedundancyOptimizer overlapped with DDP and FSDP2.
+the project's hand-written path (FusedDataParallel, the sharded AdamW update beside the backward pass) against DDP, DDP with a comm hook, ZeroRedundancyOptimizer overlapped with DDP and FSDP2.
 
 Each 2-GPU variant runs in a torchrun launch of its own, so that one that fails or hangs costs only its own rows; the
 1-GPU references (same layers, step mode and AdamW, no data parallelism) that its scaling efficiency is measured
@@ -45,14 +44,15 @@ from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel
 
 from benchmarks.gpu_scaling import SAFE_NCCL_ENV, machine_description
+from benchmarks.native_harness import NativeHarness
 from benchmarks.project_code import DOCS_PER_QUERY
 from benchmarks.project_trainers import benchmark_session
 from benchmarks.report import BENCHMARKS_DOC, command_line, markdown_table, measured_at, provenance, write_section
 from benchmarks.timing import StepWindows, summarise
 from ranker import distributed, engine
+from ranker.config import PathSwitches
 from ranker.losses import LOSSES
 from ranker.session import Session
-from ranker.throughput import NativeHarness
 
 # Batches of synthetic data per rank; epochs reshuffle them, so the step never waits on data whatever the run's length.
 BATCHES_OF_DATA = 8
@@ -62,13 +62,12 @@ SECTION = "data-parallel-library"
 # --- the project's hand-written path: the one place that knows how the project builds it ----------------------------
 
 
-def hand_written(session: Session, total_steps: int, shard_optimizer: bool = True,
-                 symmetric_memory: bool = True) -> NativeHarness:
+def hand_written(session: Session, total_steps: int, switches: PathSwitches = PathSwitches()) -> NativeHarness:
     """The project's trainer as train_ddp.py builds it (NativeHarness.build: engine.wrap_for_training and
-    engine.build_optimizer): on several GPUs FusedDataParallel with its buffers in NCCL symmetric windows (unless
-    `symmetric_memory` is off) and, with `shard_optimizer`, ShardedAdamW updating each rank's shard beside the
-    backward pass; on one GPU the project's step without a wrapper. Fused bf16 layers, the step a CUDA graph."""
-    train = dataclasses.replace(session.config.train, shard_optimizer=shard_optimizer, symmetric_memory=symmetric_memory)
+    engine.build_optimizer) on the fast paths `switches` leaves on: by default, on several GPUs, FusedDataParallel
+    with ShardedAdamW updating each rank's shard beside the backward pass; on one GPU the project's step without a
+    wrapper. Fused bf16 layers, the step a CUDA graph."""
+    train = dataclasses.replace(session.config.train, switches=switches)
     session = dataclasses.replace(session, config=dataclasses.replace(session.config, train=train))
     torch.manual_seed(train.seed)
     return NativeHarness.build(session, total_steps=total_steps)
@@ -77,16 +76,11 @@ def hand_written(session: Session, total_steps: int, shard_optimizer: bool = Tru
 # --- PyTorch's own answers, in plain torch around the project's model and step ---------------------------------------
 
 
-def project_model(session: Session, fused_layers: bool) -> nn.Module:
-    """The benchmark's RankingMLP on this rank's device, with the same initial weights in every variant and on every
-    rank. `fused_layers=False` runs autocast's Linear + ReLU instead of the project's ranker.fused_linear."""
+def project_model(session: Session) -> nn.Module:
+    """The benchmark's RankingMLP on this rank's device (autocast's Linear + ReLU under the step's bf16 autocast),
+    with the same initial weights in every variant and on every rank."""
     torch.manual_seed(session.config.train.seed)
-    model = engine.build_model(session.model_config, session.device)
-    if not hasattr(model, "fused"):
-        raise RuntimeError("project_model: RankingMLP has no `fused` switch any more; choose its layers where the "
-                           "project now does, or the fused-layer variants measure plain layers")
-    model.fused = fused_layers
-    return model
+    return engine.build_model(session.model_config, session.device)
 
 
 def adamw(parameters, session: Session, implementation: str) -> torch.optim.AdamW:
@@ -106,11 +100,14 @@ def library_harness(session: Session, model: nn.Module, optimizer, total_steps: 
                     schedule_of=None) -> NativeHarness:
     """The project's step and loop around a library-wrapped model: replayed from a CUDA graph in `graph` mode (after
     the warm-up DDP needs, ranker.captured_step), else eager. `schedule_of`: the optimizer the learning-rate schedule
-    drives, where the step's `optimizer` is not one."""
-    train = dataclasses.replace(session.config.train, cuda_graph=mode == "graph", compile=False)
+    drives, where the step's `optimizer` is not one. Its `path` is the project's with the fused layers and
+    FusedDataParallel switched off (autocast layers, the step as `mode` runs it); the library's wrapper reduces."""
+    train = dataclasses.replace(session.config.train, cuda_graph=mode == "graph", compile=False,
+                                switches=PathSwitches(fused_layers=False, data_parallel="ddp"))
     scheduler = engine.build_scheduler(schedule_of or optimizer, total_steps, train.warmup_fraction)
+    path = engine.training_path(train, session.device, session.topology.world_size)
     return NativeHarness(model, optimizer, scheduler, session.training_batches(), LOSSES[train.loss], session.device,
-                         train)
+                         train, path)
 
 
 def compiled_if(model: nn.Module, mode: str) -> nn.Module:
@@ -119,13 +116,12 @@ def compiled_if(model: nn.Module, mode: str) -> nn.Module:
 
 def no_data_parallel(session: Session, total_steps: int, mode: str, implementation: str = "fused") -> NativeHarness:
     """One GPU, autocast layers: the reference for the library variants."""
-    model = compiled_if(project_model(session, fused_layers=False), mode)
+    model = compiled_if(project_model(session), mode)
     return library_harness(session, model, adamw(model.parameters(), session, implementation), total_steps, mode)
 
 
-def ddp_variant(session: Session, total_steps: int, mode: str, fused_layers: bool = False,
-                comm_hook: Callable | None = None) -> NativeHarness:
-    model = ddp(project_model(session, fused_layers), session)
+def ddp_variant(session: Session, total_steps: int, mode: str, comm_hook: Callable | None = None) -> NativeHarness:
+    model = ddp(project_model(session), session)
     if comm_hook is not None:
         model.register_comm_hook(None, comm_hook)
     return library_harness(session, model, adamw(model.parameters(), session, "fused"), total_steps, mode)
@@ -151,7 +147,7 @@ def zero_overlap(session: Session, total_steps: int, mode: str) -> NativeHarness
     step counts as host tensors, which the fused kernel does not take (a fused AdamW given host step counts fails,
     pytorch#104767): it runs foreach. It runs eager: a CUDA graph would freeze the bias correction computed from those
     host counts. Its learning rate stays the one it was built with (it reads its own defaults, not the schedule's)."""
-    model = ddp(project_model(session, fused_layers=False), session)
+    model = ddp(project_model(session), session)
     train = session.config.train
     zero = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW, overlap_with_ddp=True,
                                    lr=train.learning_rate, weight_decay=train.weight_decay, foreach=True)
@@ -162,7 +158,7 @@ def zero_overlap(session: Session, total_steps: int, mode: str) -> NativeHarness
 def fsdp2(session: Session, total_steps: int, mode: str) -> NativeHarness:
     """FSDP2: each Linear its own unit, parameters gathered in bf16 and kept from forward to backward (the model is
     small: no re-gather in the backward pass), gradients reduce-scattered in float32."""
-    model = project_model(session, fused_layers=False)
+    model = project_model(session)
     policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     for layer in model.modules():
         if isinstance(layer, nn.Linear):
@@ -211,18 +207,16 @@ VARIANTS = {variant.name: variant for variant in [
     Variant("autocast-compiled", 1, "autocast Linear + ReLU, torch.compile, fused AdamW", no_data_parallel,
             mode="compiled", needs="CUDA (Inductor's CPU kernels are not what is measured)"),
     # The hand-written path and its ablations.
-    Variant("hand-written", 2, "FusedDataParallel + sharded AdamW beside the backward pass + symmetric windows",
+    Variant("hand-written", 2, "FusedDataParallel + sharded AdamW beside the backward pass",
             lambda session, steps, mode: hand_written(session, steps), hand_written=True, layers="fused",
             needs=HAND_WRITTEN_NEEDS),
-    Variant("hand-written-replicated", 2, "FusedDataParallel (all-reduce) + symmetric windows, whole AdamW per rank",
-            lambda session, steps, mode: hand_written(session, steps, shard_optimizer=False), hand_written=True,
-            layers="fused", needs=HAND_WRITTEN_NEEDS),
-    Variant("hand-written-ordinary-memory", 2, "FusedDataParallel + sharded AdamW, buffers in ordinary memory",
-            lambda session, steps, mode: hand_written(session, steps, symmetric_memory=False), hand_written=True,
-            layers="fused", needs=HAND_WRITTEN_NEEDS),
+    Variant("hand-written-replicated", 2, "FusedDataParallel (all-reduce), whole AdamW per rank",
+            lambda session, steps, mode: hand_written(session, steps, PathSwitches(shard_optimizer=False)),
+            hand_written=True, layers="fused", needs=HAND_WRITTEN_NEEDS),
     # PyTorch's own answers.
     Variant("ddp-fused-layers", 2, "DDP (bucket view, static graph) over the project's fused layers",
-            partial(ddp_variant, fused_layers=True), layers="fused"),
+            lambda session, steps, mode: hand_written(session, steps, PathSwitches(data_parallel="ddp")),
+            layers="fused"),
     Variant("ddp", 2, "DDP (bucket view, static graph), built-in fp32 all-reduce", ddp_variant),
     Variant("ddp-bf16-hook", 2, "DDP + bf16_compress_hook", partial(ddp_variant, comm_hook=bf16_compress_hook),
             needs="NCCL (the bf16 hook refuses gloo)", eager_if_capture_fails=True),
@@ -237,7 +231,6 @@ LIBRARY = [name for name, variant in VARIANTS.items() if variant.gpus > 1 and no
 DECISIONS = [
     ("FusedDataParallel in place of DDP (same fused layers, whole update on every rank)", "hand-written-replicated",
      ["ddp-fused-layers"]),
-    ("the symmetric windows (ranker.symmetric_memory)", "hand-written", ["hand-written-ordinary-memory"]),
     ("the sharded AdamW update against the library's sharding", "hand-written",
      ["ddp-zero-overlap", "fsdp2", "fsdp2-compiled"]),
     ("the hand-written path as a whole against the best library path", "hand-written", LIBRARY),
@@ -510,9 +503,8 @@ def render(args: argparse.Namespace, names: list[str], raw_dir: Path) -> None:
         f"({DOCS_PER_QUERY} documents a query), synthetic queries, listwise loss, AdamW with the run's warm-up and "
         f"cosine schedule, the same initial weights in every variant; median of {args.windows} windows of "
         f"{args.steps_per_window} steps after {args.warmup_steps} warm-up steps",
-        "- Every variant runs the project's step and loop (ranker.throughput.NativeHarness) under the project's "
-        "process-group set-up (ranker.distributed, which sets NCCL's zero-CTA policy: it changes only collectives on "
-        "symmetric windows); only the data parallelism differs. `step`: `graph` replays the whole step as one CUDA "
+        "- Every variant runs the project's step and loop (benchmarks.native_harness.NativeHarness) under the "
+        "project's process-group set-up (ranker.distributed); only the data parallelism differs. `step`: `graph` replays the whole step as one CUDA "
         "graph (ranker.captured_step), `eager` launches it from Python, `compiled` runs the model through "
         "torch.compile. Scaling efficiency is against the 1-GPU row with the same layers, step and AdamW",
         "- `ddp-zero-overlap` runs eager with foreach AdamW: the functional AdamW that `overlap_with_ddp` requires "
@@ -531,8 +523,8 @@ def render(args: argparse.Namespace, names: list[str], raw_dir: Path) -> None:
         "",
         decision_table,
         "",
-        "Decision: _(lead, from the rows above: which of ranker/fused_data_parallel.py, ranker/sharded_optimizer.py "
-        "and ranker/symmetric_memory.py stay, and which library path replaces the others)_",
+        "Decision: _(lead, from the rows above: which of ranker/fused_data_parallel.py and "
+        "ranker/sharded_optimizer.py stay, and which library path replaces the others)_",
     ])
     write_section(SECTION, "Data parallelism: PyTorch's own against the hand-written reduction", body, doc=args.doc)
     print(f"raw results: {raw_dir}; written to {args.doc}")
