@@ -46,7 +46,7 @@ from torch.nn.parallel import DistributedDataParallel
 from benchmarks.gpu_scaling import SAFE_NCCL_ENV, machine_description
 from benchmarks.native_harness import NativeHarness
 from benchmarks.project_code import DOCS_PER_QUERY
-from benchmarks.project_trainers import benchmark_session
+from benchmarks.project_trainers import benchmark_session, join_process_group
 from benchmarks.report import BENCHMARKS_DOC, command_line, markdown_table, measured_at, provenance, write_section
 from benchmarks.timing import StepWindows, summarise
 from ranker import distributed, engine
@@ -283,7 +283,7 @@ def measure(variant: Variant, mode: str, width: int, args: argparse.Namespace, t
 def run_worker(args: argparse.Namespace) -> None:
     topology = distributed.detect_topology()
     device = distributed.device_for(topology)
-    distributed.init_process_group(topology, "nccl" if device.type == "cuda" else "gloo", device)
+    join_process_group(topology, device)
     try:
         for name in args.run_variants.split(","):
             variant = VARIANTS[name]
