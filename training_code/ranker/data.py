@@ -7,7 +7,6 @@ query: how many consecutive rows it has). Binary channels hold `.npy` shards wri
 
 from __future__ import annotations
 
-import mmap
 import os
 import re
 import time
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ranker import letor_parser, shards
+from ranker import letor_parser, letor_processes, shards
 from ranker.ranking_data import RankingData, concatenate
 
 # A LETOR row starts with a numeric label, then an optional qid, then index:value pairs (or nothing).
@@ -111,8 +110,7 @@ def read_letor_file(path: Path, num_features: int | None = None) -> RankingData:
 def _parse_fast(path: Path, num_features: int | None) -> letor_parser.ParsedRows | None:
     if path.suffix in _COMPRESSED or path.stat().st_size == 0:
         return None
-    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as text:
-        return letor_parser.parse(text, num_features)
+    return letor_processes.parse_file(path, num_features)
 
 
 def _parse_with_scikit_learn(path: Path, num_features: int | None) -> letor_parser.ParsedRows:
