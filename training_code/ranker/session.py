@@ -93,8 +93,10 @@ def model_config_for(config: RunConfig, num_features: int) -> ModelConfig:
 def load_splits(config: RunConfig) -> tuple[ranking_data.RankingData, ranking_data.RankingData,
                                             ranking_data.RankingData | None]:
     """Train, validation (a channel, or whole queries split off train) and optional test, with one feature count.
-    When streaming, `train` holds no rows, only the shards' feature count: the rows stay on disk."""
+    When streaming, `train` holds no rows, only the shards' feature count: the rows stay on disk. Where the launcher
+    started several processes on this host (each loading the same channels), text is parsed once for all of them."""
     num_features = config.model.num_features or None
+    local_ranks = distributed.detect_topology().local_world_size
     if config.data.streaming:
         if not shards.is_shard_dir(config.data.train) or config.data.validation is None:
             raise ValueError(f"streaming: train channel {config.data.train} must hold binary shards (ranker.convert) "
@@ -103,13 +105,14 @@ def load_splits(config: RunConfig) -> tuple[ranking_data.RankingData, ranking_da
         train = ranking_data.RankingData(np.zeros((0, num_features or manifest["num_features"]), np.float32),
                                          np.zeros(0, np.float32), np.zeros(1, np.int64))
     else:
-        train = ranking_data.load_channel(config.data.train, num_features)
+        train = ranking_data.load_channel(config.data.train, num_features, local_ranks)
     num_features = train.num_features
     if config.data.validation is not None:
-        validation = ranking_data.load_channel(config.data.validation, num_features)
+        validation = ranking_data.load_channel(config.data.validation, num_features, local_ranks)
     else:
         train, validation = ranking_data.split_queries(train, config.data.validation_fraction, config.train.seed)
-    test = ranking_data.load_channel(config.data.test, num_features) if config.data.test is not None else None
+    test = ranking_data.load_channel(config.data.test, num_features, local_ranks) \
+        if config.data.test is not None else None
     if config.data.log1p:
         train, validation = train.with_log1p(), validation.with_log1p()
         test = test.with_log1p() if test is not None else None
