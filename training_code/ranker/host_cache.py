@@ -3,8 +3,8 @@ a host-local cache; the other local ranks on the host wait for that and memory-m
 the same text again (which would split the host's cores among several parses of one file).
 
 A file lock orders the ranks, so no rank needs to know which one it is, and a rank whose parse fails releases the
-lock for the next one, which then reports the same error itself. The cache key is each file's path, size and
-modification time and the column count, so a changed file is parsed again. The cache lives in the temporary folder
+lock for the next one, which then reports the same error itself. The cache key is each file's (and group file's)
+path, size and modification time and the column count, so a changed file is parsed again. The cache lives in the temporary folder
 (`RANKER_CACHE_DIR` overrides it): local to the host, gone with a SageMaker training container.
 """
 
@@ -45,8 +45,10 @@ def _cache_root() -> Path:
 
 
 def _key(files: Sequence[Path], num_features: int | None) -> str:
+    """Names the data files' (and their group files') versions and the column count."""
+    group_files = [group for file in files if (group := Path(file).with_name(Path(file).name + ".query")).is_file()]
     described = [(str(Path(file).resolve()), Path(file).stat().st_size, Path(file).stat().st_mtime_ns)
-                 for file in files]
+                 for file in [*files, *group_files]]
     text = json.dumps({"files": described, "num_features": num_features, "format": shards.FORMAT_VERSION})
     return f"{Path(files[0]).name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
