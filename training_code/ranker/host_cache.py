@@ -4,8 +4,8 @@ the same text again (which would split the host's cores among several parses of 
 
 A file lock orders the ranks, so no rank needs to know which one it is, and a rank whose parse fails releases the
 lock for the next one, which then reports the same error itself. The cache key is each file's (and group file's)
-path, size and modification time and the column count, so a changed file is parsed again. The cache lives in the temporary folder
-(`RANKER_CACHE_DIR` overrides it): local to the host, gone with a SageMaker training container.
+path, size and modification time and the column count, so a changed file is parsed again. The cache lives in the
+temporary folder (`RANKER_CACHE_DIR` overrides it): local to the host, gone with a SageMaker training container.
 """
 
 from __future__ import annotations
