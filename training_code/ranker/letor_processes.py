@@ -120,9 +120,10 @@ def _receive(connection: Connection, worker, path: Path):
         kind, message = connection.recv()
     except EOFError:
         worker.join(timeout=1)
-        raise WorkerFailed(f"{path}: parser worker {worker.name} exited ({worker.exitcode}) or sent nothing for "
-                           f"{WORKER_TIMEOUT_S:.0f}s; see its output above (out of memory is the usual cause: "
-                           "give the job more memory)") from None
+        what = f"sent nothing for {WORKER_TIMEOUT_S:.0f}s" if worker.exitcode is None else \
+            f"exited ({worker.exitcode}) before reporting"
+        raise WorkerFailed(f"{path}: parser worker {worker.name} {what}; see its output above (a worker killed for "
+                           "memory is the usual cause: give the job more memory)") from None
     if kind == "error":
         raise WorkerFailed(message)
     return message
