@@ -266,5 +266,6 @@ def test_a_worker_dying_is_an_error_naming_the_file(tmp_path, tiny_ranges, monke
     monkeypatch.setattr(letor_parser, "_parse_chunk",
                         failing_chunk(letor_parser._parse_chunk, b"9:7", lambda: os._exit(3)))
     path = write(tmp_path, "1 qid:1 1:0.5\n" * 50 + "0 qid:2 9:7\n" + "1 qid:3 1:1\n" * 49)
-    with pytest.raises(letor_processes.WorkerFailed, match=r"rank\.train: parser worker letor-parser-1 exited \(3\)"):
+    with pytest.raises(letor_processes.WorkerFailed,
+                       match=r"rank\.train: parser worker letor-parser-1 exited \(3\) before reporting"):
         letor_processes.parse_file(path, processes=2)
