@@ -1,4 +1,4 @@
-"""LETOR/SVMlight text to arrays with numpy, a chunk of whole lines at a time, chunks on several threads.
+"""LETOR/SVMlight text to arrays with numpy, a chunk of whole lines at a time.
 
 It reads what scikit-learn's `load_svmlight_file(..., query_id=True, zero_based=False)` reads and gives the same
 numbers: values are parsed to float64 exactly as Python's `float` does (correctly rounded), then rounded to float32.
@@ -8,8 +8,9 @@ time. Whatever it cannot vouch for as scikit-learn would read it (a malformed ro
 NaN, a file mixing rows with and without `qid:`) makes `parse` return None, so the caller reads the file with
 scikit-learn and reports scikit-learn's error: the two readers cannot disagree about what is valid.
 
-Every step is a numpy call on a whole chunk, most of which release the interpreter lock, so threads parse chunks in
-parallel without copying the text to other processes.
+Every step is a numpy call on a whole chunk. `parse` runs chunks on threads, which suits small files; the calls are
+many and short, so the interpreter lock between them keeps threads to about one core, and ranker.letor_processes
+runs `parse_lines` and `fill` in worker processes for large files instead.
 """
 
 from __future__ import annotations
