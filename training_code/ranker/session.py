@@ -92,8 +92,8 @@ def model_config_for(config: RunConfig, num_features: int) -> ModelConfig:
                                output_bias=config.model.output_bias and config.train.loss != "listwise")
 
 
-def load_splits(config: RunConfig, env: Mapping[str, str] = os.environ) -> tuple[ranking_data.RankingData, ranking_data.RankingData,
-                                            ranking_data.RankingData | None]:
+def load_splits(config: RunConfig, env: Mapping[str, str] = os.environ
+                ) -> tuple[ranking_data.RankingData, ranking_data.RankingData, ranking_data.RankingData | None]:
     """Train, validation (a channel, or whole queries split off train) and optional test, with one feature count.
     When streaming, `train` holds no rows, only the shards' feature count: the rows stay on disk. Where the launcher
     started several processes on this host (each loading the same channels), text is parsed once for all of them."""
