@@ -6,7 +6,8 @@ loader, text-to-shard conversion and the streaming loader, against what the GPU 
 Writes a synthetic LETOR text file (a `qid:` column and 4-decimal values, about 1.4 KB a document as in MSLR-WEB;
 the default is about 275 MB), then times these stages, each the median of `--repeats` runs (the text stages with the
 file in the page cache, as it is right after the write; the others after an untimed warm-up):
-  parse    scikit-learn's load_svmlight_file (the baseline), then ranker.data.read_letor_file on the same file
+  parse    scikit-learn's load_svmlight_file (the baseline), then ranker.letor_processes.parse_file with one worker
+           process, then ranker.data.read_letor_file (parse_file with a worker per core, plus grouping) on that file
   job      `python train_ddp.py --train FILE --max-steps 1` from launch to exit, beside the loader alone
   convert  ranker.convert's command, text in to binary shards out (parse + write)
   stream   ranker.streaming.StreamingBatches over those shards, in the trainer's batch shape (256 queries)
@@ -41,7 +42,7 @@ from benchmarks.project_code import TRAINING_CODE
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
 from sklearn.datasets import load_svmlight_file
 
-from ranker import convert, data, synthetic
+from ranker import convert, data, letor_processes, synthetic
 from ranker.batches import epoch_permutation
 from ranker.letor_parser import available_cores
 from ranker.streaming import StreamingBatches
@@ -93,9 +94,12 @@ def scikit_learn_loader(text: Path) -> None:
 def measure_parse(text: Path, docs: int, repeats: int) -> list[StageRate]:
     size = text.stat().st_size
     baseline = median_seconds(lambda: scikit_learn_loader(text), repeats, warm_up=False)
+    one_process = median_seconds(lambda: letor_processes.parse_file(text, processes=1), repeats, warm_up=False)
     ours = median_seconds(lambda: data.read_letor_file(text), repeats, warm_up=False)
     return [StageRate("parse: scikit-learn's load_svmlight_file (baseline)", baseline, docs, text_bytes=size),
-            StageRate(f"parse: ranker.data.read_letor_file ({available_cores()} threads)", ours, docs,
+            StageRate("parse: ranker.letor_processes.parse_file, 1 worker process", one_process, docs,
+                      text_bytes=size),
+            StageRate(f"parse: ranker.data.read_letor_file ({available_cores()} worker processes)", ours, docs,
                       text_bytes=size)]
 
 
@@ -260,7 +264,7 @@ def render(stages: list[StageRate], job: JobTiming | None, gpu_rates: dict[int, 
     threads = loader.batches // one_thread.batches
     bytes_per_doc = 4 * args.features + 4  # float32 features and label per document, as the shards store them
     comparison = demand_table(one_thread, loader, threads, gpu_rates, bytes_per_doc) if gpu_rates else ""
-    baseline, ours = stages[:2]
+    baseline, one_process, ours = stages[:3]
     return (
         f"{provenance()}\n- CPU cores: {os.cpu_count()}, load average {load_at_start:.1f} at the start (other work "
         f"on the machine lowers these figures); torch {torch.__version__}\n"
@@ -273,7 +277,9 @@ def render(stages: list[StageRate], job: JobTiming | None, gpu_rates: dict[int, 
         "threads' work alone, the loader's CPU cost on a GPU, where the copy to the device is an asynchronous DMA "
         "(an upper bound there: the threads share the interpreter lock with the training loop)\n\n"
         f"{stage_table(stages)}\n\n"
-        f"Parsing: {ours.text_bytes / ours.seconds / 1e6:,.1f} MB/s against scikit-learn's "
+        f"Parsing: {ours.text_bytes / ours.seconds / 1e6:,.1f} MB/s with {available_cores()} worker processes "
+        f"({one_process.seconds / ours.seconds:.2f}x one process's "
+        f"{one_process.text_bytes / one_process.seconds / 1e6:,.1f} MB/s) against scikit-learn's "
         f"{baseline.text_bytes / baseline.seconds / 1e6:,.1f} MB/s ({baseline.seconds / ours.seconds:.1f}x), the "
         "same arrays (tests/training/test_letor_parser.py).\n\n"
         "The whole shipped job on that file, against the loader alone (a fresh interpreter, shipped defaults, CPU):"

@@ -39,7 +39,7 @@ import torch
 from benchmarks.gpu_scaling import SAFE_NCCL_ENV
 from benchmarks.project_code import TRAINING_CODE
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
-from ranker import synthetic
+from ranker import host_cache, synthetic
 from ranker.letor_parser import available_cores
 from ranker.metrics import ndcg_per_query
 from ranker.ranking_data import RankingData
@@ -141,6 +141,8 @@ def run_project(entry_point: str, gpus: int, train: Path, test: Path, epochs: in
     out = work / f"{name}-{gpus}"
     arguments = ["--train", str(train), "--test", str(test), "--epochs", str(epochs), "--model-dir", str(out / "model"),
                  "--output-data-dir", str(out / "output"), "--checkpoint-dir", str(out / "checkpoints")]
+    # A cache of its own: each run parses the text as a job with a fresh host would (ranker.host_cache).
+    env = {**env, host_cache.CACHE_DIR_VARIABLE: str(out / "host-cache")}
     lines = run_timed(launch_command(TRAINING_CODE / entry_point, gpus, arguments), TRAINING_CODE, env,
                       work / f"{name}-{gpus}.log")
     events, ndcg = project_events(lines)

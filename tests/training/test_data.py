@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import time
+
 import numpy as np
 import pytest
 
-from ranker import convert, data, shards
+from ranker import convert, data, host_cache, shards
 
 
 def write(folder, name, text, groups=None):
@@ -121,3 +124,68 @@ def test_synthetic_seeds_sample_one_relevance_function():
     fit = np.corrcoef(second.features @ weights, second.labels)[0, 1]
     # Then it predicts the second's labels: one relevance function, not two
     assert fit > 0.3
+
+
+def load_in_child(channel, results, counter, build_seconds=0.0):
+    """A local rank: loads the channel as one of 2 on this host; records each parse it does in `counter`."""
+    read = data._read_letor_files
+
+    def counted_read(files, num_features):
+        with open(counter, "a") as handle:
+            handle.write("parse\n")
+        time.sleep(build_seconds)
+        return read(files, num_features)
+
+    data._read_letor_files = counted_read
+    loaded = data.load_channel(channel, local_ranks=2)
+    np.savez(results, features=loaded.features, labels=loaded.labels, offsets=loaded.query_offsets)
+
+
+@pytest.mark.slow  # starts processes
+def test_local_ranks_parse_a_text_channel_once_per_host(synthetic_channel, tmp_path, monkeypatch):
+    # Given two local ranks loading the same text channel at once
+    monkeypatch.setenv(host_cache.CACHE_DIR_VARIABLE, str(tmp_path / "cache"))
+    counter = tmp_path / "parses"
+    context = multiprocessing.get_context("fork")
+    ranks = [context.Process(target=load_in_child, args=(synthetic_channel, tmp_path / f"rank{rank}.npz", counter))
+             for rank in range(2)]
+    for rank in ranks:
+        rank.start()
+    for rank in ranks:
+        rank.join(timeout=60)
+        assert rank.exitcode == 0
+    # Then one of them parsed it, and both hold the rows a lone process parses
+    assert counter.read_text().splitlines() == ["parse"]
+    expected = data.load_channel(synthetic_channel)
+    for rank in range(2):
+        loaded = np.load(tmp_path / f"rank{rank}.npz")
+        np.testing.assert_array_equal(loaded["features"], expected.features)
+        np.testing.assert_array_equal(loaded["labels"], expected.labels)
+        np.testing.assert_array_equal(loaded["offsets"], expected.query_offsets)
+
+
+def test_a_changed_file_is_parsed_again(tmp_path, monkeypatch):
+    monkeypatch.setenv(host_cache.CACHE_DIR_VARIABLE, str(tmp_path / "cache"))
+    path = write(tmp_path, "rank.train", "2 qid:1 1:0.5\n0 qid:1 2:0.25\n")
+    assert data.load_channel(path, local_ranks=2).num_features == 2
+    path.write_text("2 qid:1 1:0.5\n0 qid:1 3:0.25\n1 qid:2 1:1\n")
+    reloaded = data.load_channel(path, local_ranks=2)
+    assert reloaded.num_features == 3 and reloaded.num_queries == 2
+
+
+@pytest.mark.slow  # starts a process
+def test_a_rank_waiting_too_long_for_the_parsing_rank_names_the_file_and_the_fix(synthetic_channel, tmp_path,
+                                                                                   monkeypatch):
+    # Given a local rank whose parse takes longer than the others will wait
+    monkeypatch.setenv(host_cache.CACHE_DIR_VARIABLE, str(tmp_path / "cache"))
+    parsing = multiprocessing.get_context("fork").Process(
+        target=load_in_child, args=(synthetic_channel, tmp_path / "rank0.npz", tmp_path / "parses", 5.0))
+    parsing.start()
+    try:
+        while not (tmp_path / "parses").exists():
+            time.sleep(0.05)
+        monkeypatch.setattr(host_cache, "LOCK_TIMEOUT_S", 0.3)
+        with pytest.raises(TimeoutError, match=r"another rank on this host to parse .*rank\.train.*ranker\.convert"):
+            data.load_channel(synthetic_channel, local_ranks=2)
+    finally:
+        parsing.join(timeout=30)

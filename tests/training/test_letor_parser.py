@@ -1,12 +1,15 @@
-"""The vectorised LETOR parser against its oracle, scikit-learn's svmlight reader, on the same bytes."""
+"""The vectorised LETOR parser against its oracle, scikit-learn's svmlight reader, on the same bytes: in one
+process, and split across worker processes at any byte (a failing worker named by its lines)."""
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
 from sklearn.datasets import load_svmlight_file
 
-from ranker import data, letor_parser
+from ranker import data, letor_parser, letor_processes
 
 
 def sklearn_rows(path, num_features=None):
@@ -164,3 +167,105 @@ def test_a_last_row_without_its_newline_is_taken_as_cut_short(tmp_path):
     assert_same_rows(path)
     with pytest.raises(ValueError, match=r"rank\.train:2: the last row has no newline"):
         data.read_letor_file(path)
+
+
+def random_letor(rng: np.random.Generator, rows: int) -> str:
+    lines = []
+    for _ in range(rows):
+        indices = np.sort(rng.choice(np.arange(1, 30), size=rng.integers(0, 9), replace=False))
+        pairs = " ".join(f"{index}:{rng.choice([f'{rng.random():.4f}', f'{rng.normal():.17g}', '1e-05'])}"
+                         for index in indices)
+        comment = " # doc 3:1" if rng.random() < 0.2 else ""
+        lines.append(f"{rng.integers(0, 5)} qid:{rng.integers(1, 20)} {pairs}{comment}\n")
+        if rng.random() < 0.05:
+            lines.append("\n" if rng.random() < 0.5 else "# a comment line\n")
+    return "".join(lines)
+
+
+@pytest.fixture
+def tiny_ranges(monkeypatch):
+    """Every file goes to workers, and each worker parses its range in chunks of a few lines."""
+    monkeypatch.setattr(letor_processes, "MIN_BYTES_PER_PROCESS", 1)
+    monkeypatch.setattr(letor_parser, "CHUNK_BYTES", 300)
+
+
+@pytest.mark.slow  # starts worker processes
+@pytest.mark.parametrize("processes", [2, 3, 7])
+def test_rows_split_across_workers_match_scikit_learn(tmp_path, tiny_ranges, processes):
+    # Given sparse and dense rows, comments and blank lines, cut into ranges wherever the byte counts fall
+    path = write(tmp_path, random_letor(np.random.default_rng(processes), 300))
+    parsed = letor_processes.parse_file(path, processes=processes)
+    features, labels, qids = sklearn_rows(path)
+    assert parsed is not None
+    np.testing.assert_array_equal(parsed.features, features)
+    np.testing.assert_array_equal(parsed.labels, labels)
+    np.testing.assert_array_equal(parsed.qids, qids)
+
+
+def test_ranges_start_at_line_starts_and_cover_the_text():
+    text = b"1 qid:1 1:0.5\n" + b"0 qid:1 2:0.25 3:1\n" * 3 + b"\n" + b"2 qid:2 1:1\n"
+    ranges = letor_processes.line_ranges(text, 5)
+    assert ranges[0][0] == 0 and ranges[-1][1] == len(text)
+    assert all(end == next_start for (_, end), (next_start, _) in zip(ranges, ranges[1:]))
+    assert all(start == 0 or text[start - 1:start] == b"\n" for start, _ in ranges)
+
+
+@pytest.mark.slow
+def test_more_workers_than_lines_leave_some_ranges_empty(tmp_path, tiny_ranges):
+    path = write(tmp_path, "1 qid:1 1:0.5\n0 qid:1 2:0.25\n")
+    parsed = letor_processes.parse_file(path, processes=6)
+    np.testing.assert_array_equal(parsed.features, sklearn_rows(path)[0])
+
+
+@pytest.mark.slow
+def test_the_forkserver_start_gives_the_same_rows(tmp_path, tiny_ranges, monkeypatch):
+    # What a rank that has initialised CUDA uses: workers in fresh processes, nothing inherited
+    monkeypatch.setattr(letor_processes, "_start_method", lambda: "forkserver")
+    path = write(tmp_path, random_letor(np.random.default_rng(1), 200))
+    parsed = letor_processes.parse_file(path, processes=2)
+    np.testing.assert_array_equal(parsed.features, sklearn_rows(path)[0])
+
+
+@pytest.mark.slow
+def test_a_bad_row_in_a_later_range_is_an_error_naming_its_line(tmp_path, tiny_ranges):
+    # Given a file whose 250th line (in the third of four ranges) is not a LETOR row
+    lines = random_letor(np.random.default_rng(3), 400).splitlines(keepends=True)
+    lines[249] = "1 qid:1 1:0.5 2:oops\n"
+    path = write(tmp_path, "".join(lines))
+    assert letor_processes.parse_file(path, processes=4) is None  # handed to scikit-learn, which names the line
+    with pytest.raises(ValueError, match=r"rank\.train:250: not a LETOR row"):
+        data.read_letor_file(path)
+
+
+def failing_chunk(original, marker: bytes, action):
+    def parse_chunk(chunk):
+        if marker in bytes(chunk):
+            action()
+        return original(chunk)
+    return parse_chunk
+
+
+@pytest.mark.slow
+def test_a_worker_raising_names_the_lines_of_its_range(tmp_path, tiny_ranges, monkeypatch):
+    def raise_error():
+        raise MemoryError("no room")
+
+    monkeypatch.setattr(letor_parser, "_parse_chunk", failing_chunk(letor_parser._parse_chunk, b"9:7", raise_error))
+    path = write(tmp_path, "1 qid:1 1:0.5\n" * 50 + "0 qid:2 9:7\n" + "1 qid:3 1:1\n" * 49)
+    text = path.read_bytes()
+    second_start = letor_processes.line_ranges(text, 2)[1][0]
+    first_line = text[:second_start].count(b"\n") + 1
+    assert first_line <= 51  # the bad line is in the second range
+    with pytest.raises(letor_processes.WorkerFailed,
+                       match=rf"rank\.train: lines {first_line}-101: the parser worker failed: MemoryError: no room"):
+        letor_processes.parse_file(path, processes=2)
+
+
+@pytest.mark.slow
+def test_a_worker_dying_is_an_error_naming_the_file(tmp_path, tiny_ranges, monkeypatch):
+    monkeypatch.setattr(letor_parser, "_parse_chunk",
+                        failing_chunk(letor_parser._parse_chunk, b"9:7", lambda: os._exit(3)))
+    path = write(tmp_path, "1 qid:1 1:0.5\n" * 50 + "0 qid:2 9:7\n" + "1 qid:3 1:1\n" * 49)
+    with pytest.raises(letor_processes.WorkerFailed,
+                       match=r"rank\.train: parser worker letor-parser-1 exited \(3\) before reporting"):
+        letor_processes.parse_file(path, processes=2)

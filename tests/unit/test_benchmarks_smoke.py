@@ -224,8 +224,9 @@ def test_data_pipeline_at_a_tiny_size_writes_its_section_and_says_the_gpu_figure
     section = _section(doc, "data-pipeline")
     stage_rows = [line for line in section.splitlines()
                   if line.startswith(("| parse", "| convert", "| stream", "| fill"))]
-    # parse with scikit-learn and with ranker, convert, stream, fill with one thread and with the default threads
-    assert len(stage_rows) == 6
+    # parse with scikit-learn, with one worker process and with ranker's reader, convert, stream, fill with one
+    # thread and with the default threads
+    assert len(stage_rows) == 7
     assert all(float(row.split("|")[3].replace(",", "")) > 0 for row in stage_rows)
     # and the whole job ran (the benchmark fails if its log lacks the `ingest:` line), ingest a part of its time
     job_rows = {line.split("|")[1].strip(): line.split("|") for line in section.splitlines() if "|" in line}

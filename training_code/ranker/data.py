@@ -7,7 +7,6 @@ query: how many consecutive rows it has). Binary channels hold `.npy` shards wri
 
 from __future__ import annotations
 
-import mmap
 import os
 import re
 import time
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ranker import letor_parser, shards
+from ranker import host_cache, letor_parser, letor_processes, shards
 from ranker.ranking_data import RankingData, concatenate
 
 # A LETOR row starts with a numeric label, then an optional qid, then index:value pairs (or nothing).
@@ -34,8 +33,10 @@ def split_queries(data: RankingData, fraction: float, seed: int) -> tuple[Rankin
     return data.select_queries(np.sort(order[held_out:])), data.select_queries(np.sort(order[:held_out]))
 
 
-def load_channel(path: Path, num_features: int | None = None) -> RankingData:
-    """Every data file in a channel, as one data set with `num_features` columns (default: from the data)."""
+def load_channel(path: Path, num_features: int | None = None, local_ranks: int = 1) -> RankingData:
+    """Every data file in a channel, as one data set with `num_features` columns (default: from the data). With
+    several `local_ranks` (processes on this host loading the same channel), text is parsed by one of them and
+    memory-mapped by the others (ranker.host_cache)."""
     path = Path(path)
     started = time.perf_counter()
     if shards.is_shard_dir(path):
@@ -46,11 +47,16 @@ def load_channel(path: Path, num_features: int | None = None) -> RankingData:
     if not files:
         raise ValueError(f"channel {path}: no LETOR text files or binary shards found; point the channel at a folder "
                          "holding rank.train (+ rank.train.query) or the output of ranker.convert")
-    parts = [read_letor_file(file, num_features) for file in files]
-    widest = max(part.num_features for part in parts)
-    loaded = concatenate([_widen(part, widest) for part in parts])
+    loaded = host_cache.load_once(files, num_features, lambda: _read_letor_files(files, num_features)) \
+        if local_ranks > 1 else _read_letor_files(files, num_features)
     _log_ingest(path, loaded, started, text_bytes=sum(file.stat().st_size for file in files))
     return loaded
+
+
+def _read_letor_files(files: list[Path], num_features: int | None) -> RankingData:
+    parts = [read_letor_file(file, num_features) for file in files]
+    widest = max(part.num_features for part in parts)
+    return concatenate([_widen(part, widest) for part in parts])
 
 
 def _log_ingest(path: Path, loaded: RankingData, started: float, text_bytes: int) -> None:
@@ -111,8 +117,7 @@ def read_letor_file(path: Path, num_features: int | None = None) -> RankingData:
 def _parse_fast(path: Path, num_features: int | None) -> letor_parser.ParsedRows | None:
     if path.suffix in _COMPRESSED or path.stat().st_size == 0:
         return None
-    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as text:
-        return letor_parser.parse(text, num_features)
+    return letor_processes.parse_file(path, num_features)
 
 
 def _parse_with_scikit_learn(path: Path, num_features: int | None) -> letor_parser.ParsedRows:

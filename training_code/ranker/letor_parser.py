@@ -1,4 +1,4 @@
-"""LETOR/SVMlight text to arrays with numpy, a chunk of whole lines at a time, chunks on several threads.
+"""LETOR/SVMlight text to arrays with numpy, a chunk of whole lines at a time.
 
 It reads what scikit-learn's `load_svmlight_file(..., query_id=True, zero_based=False)` reads and gives the same
 numbers: values are parsed to float64 exactly as Python's `float` does (correctly rounded), then rounded to float32.
@@ -8,8 +8,9 @@ time. Whatever it cannot vouch for as scikit-learn would read it (a malformed ro
 NaN, a file mixing rows with and without `qid:`) makes `parse` return None, so the caller reads the file with
 scikit-learn and reports scikit-learn's error: the two readers cannot disagree about what is valid.
 
-Every step is a numpy call on a whole chunk, most of which release the interpreter lock, so threads parse chunks in
-parallel without copying the text to other processes.
+Every step is a numpy call on a whole chunk. `parse` runs chunks on threads, which suits small files; the calls are
+many and short, so the interpreter lock between them keeps threads to about one core, and ranker.letor_processes
+runs `parse_lines` and `fill` in worker processes for large files instead.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class ParsedRows:
 
 
 @dataclass(frozen=True)
-class _ChunkRows:
+class ChunkRows:
     labels: np.ndarray
     qids: np.ndarray | None
     pairs_per_row: np.ndarray
@@ -62,28 +63,65 @@ def parse(text: bytes | mmap.mmap, num_features: int | None = None, threads: int
           ) -> ParsedRows | None:
     """The rows of a whole LETOR file's bytes (or its memory map), or None where scikit-learn's reader must decide
     (see the module doc). `num_features` widens the rows like scikit-learn's `n_features`."""
-    chunks = _chunks(text, CHUNK_BYTES)
     threads = threads or available_cores()
+    parts = parse_lines(text, 0, len(text), threads)
+    if parts is None:
+        return None
+    shape = RowsShape.of([RowsShape.of_parts(parts)], num_features)
+    if shape is None:
+        return None
+    rows = ParsedRows(np.zeros((shape.rows, shape.columns), np.float32), np.empty(shape.rows),
+                      np.empty(shape.rows, np.int64) if shape.with_qid else None)
+    fill(parts, rows, threads)
+    return rows
+
+
+@dataclass(frozen=True)
+class RowsShape:
+    """What the output arrays need from parsed lines before they are written: rows, columns, whether qids."""
+
+    rows: int
+    columns: int  # the largest feature index (0 when no feature)
+    with_qid: bool | None  # None when there are no rows
+
+    @staticmethod
+    def of_parts(parts: list[ChunkRows]) -> RowsShape | None:
+        """The parts' shape, or None when they mix rows with and without qid (scikit-learn's query ids would then
+        not line up with its rows, so it must decide)."""
+        with_qid = {part.qids is not None for part in parts if len(part.labels)}
+        if len(with_qid) > 1:
+            return None
+        return RowsShape(sum(len(part.labels) for part in parts),
+                         max((int(part.indices.max()) for part in parts if len(part.indices)), default=0),
+                         with_qid.pop() if with_qid else None)
+
+    @staticmethod
+    def of(pieces: list[RowsShape | None], num_features: int | None) -> RowsShape | None:
+        """Consecutive pieces of one file as one: scikit-learn's width (the largest index, 1 column when no row has
+        a feature, or `num_features` when not narrower); None where scikit-learn must decide."""
+        if any(piece is None for piece in pieces):
+            return None
+        with_qid = {piece.with_qid for piece in pieces if piece.with_qid is not None}
+        if len(with_qid) > 1:
+            return None
+        columns = max(max((piece.columns for piece in pieces), default=0), 1)
+        if num_features is not None:
+            if num_features < columns:
+                return None
+            columns = num_features
+        return RowsShape(sum(piece.rows for piece in pieces), columns, with_qid == {True})
+
+
+def parse_lines(text: bytes | mmap.mmap, start: int, end: int, threads: int = 1) -> list[ChunkRows] | None:
+    """The lines of text[start:end] (`start` at a line's start) as parsed chunks, on `threads` threads; None where
+    scikit-learn must decide."""
+    chunks = _chunks(text, CHUNK_BYTES, start, end)
     if threads > 1 and len(chunks) > 1:
         with ThreadPoolExecutor(min(threads, len(chunks)), thread_name_prefix="letor-parser") as pool:
             parts = list(pool.map(_parse_chunk, chunks))
     else:
         parts = [_parse_chunk(chunk) for chunk in chunks]
-    if any(part is None for part in parts):
-        return None
-    with_qid = {part.qids is not None for part in parts if len(part.labels)}
-    if len(with_qid) > 1:
-        return None  # rows with and without qid: scikit-learn's query ids would not line up with its rows
-    widest = max((int(part.indices.max()) for part in parts if len(part.indices)), default=0)
-    columns = max(widest, 1)  # scikit-learn's width: the largest index, and 1 column when no row has a feature
-    if num_features is not None:
-        if num_features < columns:
-            return None
-        columns = num_features
-    features = _dense(parts, columns, threads)
-    labels = np.concatenate([part.labels for part in parts])
-    qids = np.concatenate([part.qids for part in parts]) if with_qid == {True} else None
-    return ParsedRows(features, labels, qids)
+    return None if any(part is None for part in parts) else parts
 
 
 def available_cores() -> int:
@@ -91,11 +129,12 @@ def available_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _chunks(text: bytes | mmap.mmap, size: int) -> list[memoryview]:
-    """Slices of about `size` bytes ending at a newline; the last one gets a newline if the text lacks it."""
-    chunks, start, total, view = [], 0, len(text), memoryview(text)
+def _chunks(text: bytes | mmap.mmap, size: int, start: int, total: int) -> list[memoryview]:
+    """Slices of text[start:total] of about `size` bytes ending at a newline; the last one gets a newline if the
+    text lacks it."""
+    chunks, view = [], memoryview(text)
     while start < total:
-        end = text.find(b"\n", min(start + size, total) - 1) + 1 or total
+        end = text.find(b"\n", min(start + size, total) - 1, total) + 1 or total
         chunks.append(view[start:end])
         start = end
     if chunks and chunks[-1][-1:] != b"\n":
@@ -103,7 +142,7 @@ def _chunks(text: bytes | mmap.mmap, size: int) -> list[memoryview]:
     return chunks
 
 
-def _parse_chunk(chunk: memoryview) -> _ChunkRows | None:
+def _parse_chunk(chunk: memoryview) -> ChunkRows | None:
     """Whole lines ending with a newline, as rows; None where scikit-learn must decide."""
     text = _plain_text(chunk)
     if text is None:
@@ -166,7 +205,7 @@ def _parse_chunk(chunk: memoryview) -> _ChunkRows | None:
         feature_values = values[is_feature_value].astype(np.float32)
     if not (np.isfinite(labels).all() and np.isfinite(feature_values).all()):
         return None  # NaN and infinities: the caller's check names the line
-    return _ChunkRows(labels, qids, pairs_per_row, indices.astype(np.int32), feature_values)
+    return ChunkRows(labels, qids, pairs_per_row, indices.astype(np.int32), feature_values)
 
 
 def _plain_text(chunk: memoryview) -> bytes | None:
@@ -299,22 +338,25 @@ def _divide_wide(mantissa: np.ndarray, fraction_digits: np.ndarray) -> np.ndarra
     return rounded
 
 
-def _dense(parts: list[_ChunkRows], columns: int, threads: int) -> np.ndarray:
-    """Scatters each chunk's pairs into its rows of one float32 matrix, chunks on several threads."""
+def fill(parts: list[ChunkRows], rows: ParsedRows, threads: int = 1, first_row: int = 0) -> None:
+    """Writes the parts' rows into `rows` (zeroed features) from `first_row` on, parts on several threads."""
     row_counts = [len(part.labels) for part in parts]
-    features = np.zeros((sum(row_counts), columns), np.float32)
-    first_rows = np.cumsum(row_counts) - row_counts
+    first_rows = first_row + np.cumsum(row_counts) - row_counts
+    columns = rows.features.shape[1]
 
-    def fill(index: int) -> None:
+    def fill_part(index: int) -> None:
         part, first = parts[index], int(first_rows[index])
-        block = features[first:first + len(part.labels)].reshape(-1)
-        rows = np.repeat(np.arange(len(part.labels), dtype=np.int64), part.pairs_per_row)
-        block[rows * columns + part.indices - 1] = part.values
+        end = first + len(part.labels)
+        rows.labels[first:end] = part.labels
+        if rows.qids is not None:
+            rows.qids[first:end] = part.qids
+        block = rows.features[first:end].reshape(-1)
+        row_of_pair = np.repeat(np.arange(len(part.labels), dtype=np.int64), part.pairs_per_row)
+        block[row_of_pair * columns + part.indices - 1] = part.values
 
     if threads > 1 and len(parts) > 1:
         with ThreadPoolExecutor(min(threads, len(parts)), thread_name_prefix="letor-rows") as pool:
-            list(pool.map(fill, range(len(parts))))
+            list(pool.map(fill_part, range(len(parts))))
     else:
         for index in range(len(parts)):
-            fill(index)
-    return features
+            fill_part(index)

@@ -71,10 +71,12 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
     path = fast_paths.choose(config.train, device.type, topology.world_size, backend)
     if topology.is_main:
         print(path.describe(), flush=True)
+    # Before CUDA is initialised (the process group sets the device): the text parser's worker processes can then
+    # start by fork, instead of each importing this entry point again (ranker.letor_processes).
+    train, validation, test = load_splits(config, env)
     distributed.init_process_group(topology, backend, device, path)
     engine.prepare_device(config.train, device)
     seed_everything(config.train.seed, topology.rank)
-    train, validation, test = load_splits(config)
     model_config = model_config_for(config, train.num_features)
     max_docs = max(part.max_docs for part in (train, validation, test) if part is not None)
     return Session(config, model_config, topology, backend, device,
@@ -90,11 +92,13 @@ def model_config_for(config: RunConfig, num_features: int) -> ModelConfig:
                                output_bias=config.model.output_bias and config.train.loss != "listwise")
 
 
-def load_splits(config: RunConfig) -> tuple[ranking_data.RankingData, ranking_data.RankingData,
-                                            ranking_data.RankingData | None]:
+def load_splits(config: RunConfig, env: Mapping[str, str] = os.environ
+                ) -> tuple[ranking_data.RankingData, ranking_data.RankingData, ranking_data.RankingData | None]:
     """Train, validation (a channel, or whole queries split off train) and optional test, with one feature count.
-    When streaming, `train` holds no rows, only the shards' feature count: the rows stay on disk."""
+    When streaming, `train` holds no rows, only the shards' feature count: the rows stay on disk. Where the launcher
+    started several processes on this host (each loading the same channels), text is parsed once for all of them."""
     num_features = config.model.num_features or None
+    local_ranks = distributed.detect_topology(env).local_world_size
     if config.data.streaming:
         if not shards.is_shard_dir(config.data.train) or config.data.validation is None:
             raise ValueError(f"streaming: train channel {config.data.train} must hold binary shards (ranker.convert) "
@@ -103,13 +107,14 @@ def load_splits(config: RunConfig) -> tuple[ranking_data.RankingData, ranking_da
         train = ranking_data.RankingData(np.zeros((0, num_features or manifest["num_features"]), np.float32),
                                          np.zeros(0, np.float32), np.zeros(1, np.int64))
     else:
-        train = ranking_data.load_channel(config.data.train, num_features)
+        train = ranking_data.load_channel(config.data.train, num_features, local_ranks)
     num_features = train.num_features
     if config.data.validation is not None:
-        validation = ranking_data.load_channel(config.data.validation, num_features)
+        validation = ranking_data.load_channel(config.data.validation, num_features, local_ranks)
     else:
         train, validation = ranking_data.split_queries(train, config.data.validation_fraction, config.train.seed)
-    test = ranking_data.load_channel(config.data.test, num_features) if config.data.test is not None else None
+    test = ranking_data.load_channel(config.data.test, num_features, local_ranks) \
+        if config.data.test is not None else None
     if config.data.log1p:
         train, validation = train.with_log1p(), validation.with_log1p()
         test = test.with_log1p() if test is not None else None
