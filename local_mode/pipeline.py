@@ -131,14 +131,20 @@ class LocalPipeline:
     def wait(self, job_name: str, *, timeout: float = 600,
              on_description: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         """Poll DescribeTrainingJob as a client does until the job ends; `on_description` sees every answer."""
-        deadline = time.monotonic() + timeout
-        while True:
-            description = self.sagemaker.describe_training_job(TrainingJobName=job_name)
-            if on_description:
-                on_description(description)
-            if description["TrainingJobStatus"] in TERMINAL_STATUSES:
-                return description
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"training job {job_name} still {description['SecondaryStatus']} after "
-                                   f"{timeout:.0f} s: stop it, or wait with a larger timeout")
-            time.sleep(POLL_SECONDS)
+        return wait_for_job(self.sagemaker, job_name, timeout=timeout, on_description=on_description)
+
+
+def wait_for_job(sagemaker: Any, job_name: str, *, timeout: float = 600,
+                 on_description: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Poll DescribeTrainingJob on `sagemaker` (any SageMaker client) until the job ends; returns the last answer."""
+    deadline = time.monotonic() + timeout
+    while True:
+        description = sagemaker.describe_training_job(TrainingJobName=job_name)
+        if on_description:
+            on_description(description)
+        if description["TrainingJobStatus"] in TERMINAL_STATUSES:
+            return description
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"training job {job_name} still {description.get('SecondaryStatus', description['TrainingJobStatus'])} after "
+                               f"{timeout:.0f} s: stop it, or wait with a larger timeout")
+        time.sleep(POLL_SECONDS)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from local_mode.artifacts import tar_folder_contents
 from local_mode.job_runner import RunnerSettings
 from local_mode.local_clients import local_account_id, local_client
 from local_mode.moto_endpoint import MotoEndpoint
-from local_mode.pipeline import LocalPipeline
+from local_mode.pipeline import LocalPipeline, wait_for_job
 from local_mode.sagemaker_endpoint import LocalSageMaker
 from local_mode.training_job_service import TrainingJobService
 from ranker.log_format import metric_definitions
@@ -102,13 +101,7 @@ def wait_for_end(sagemaker: Any) -> Callable[[str], dict[str, Any]]:
     """Poll DescribeTrainingJob as a client would, until the job is Completed, Failed or Stopped."""
 
     def wait(name: str, timeout: float = 120) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            description = sagemaker.describe_training_job(TrainingJobName=name)
-            if description["TrainingJobStatus"] in TERMINAL:
-                return description
-            time.sleep(0.2)
-        raise AssertionError(f"training job {name} did not end within {timeout} s")
+        return wait_for_job(sagemaker, name, timeout=timeout)
 
     return wait
 

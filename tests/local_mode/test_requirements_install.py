@@ -4,7 +4,6 @@ toolkit does in the container, and a failed install fails the job as the service
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from local_mode.artifacts import tar_folder_contents
 from local_mode.job_runner import RunnerSettings
 from local_mode.local_clients import local_account_id, local_client
 from local_mode.moto_endpoint import MotoEndpoint
+from local_mode.pipeline import wait_for_job
 from local_mode.sagemaker_endpoint import LocalSageMaker
 from local_mode.training_job_service import TrainingJobService
 
@@ -44,16 +44,6 @@ def _bundle_with_requirements(moto: MotoEndpoint, tmp_path: Path, name: str, req
     return f"s3://{ARTIFACTS_BUCKET}/code/{name}/sourcedir.tar.gz"
 
 
-def _wait(sagemaker, name: str, timeout: float = 120) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        description = sagemaker.describe_training_job(TrainingJobName=name)
-        if description["TrainingJobStatus"] in ("Completed", "Failed", "Stopped"):
-            return description
-        time.sleep(0.2)
-    raise AssertionError(f"training job {name} did not end within {timeout} s")
-
-
 def _request(training_request, name: str, bundle_uri: str) -> dict:
     request = training_request(name, "write_model.py")
     request["HyperParameters"]["sagemaker_submit_directory"] = f'"{bundle_uri}"'
@@ -65,7 +55,7 @@ def test_requirements_are_installed_before_launch(installing_sagemaker, moto, tr
     uri = _bundle_with_requirements(moto, tmp_path, "satisfied", "tqdm\n")
     # When its job runs
     installing_sagemaker.create_training_job(**_request(training_request, "install-ok", uri))
-    description = _wait(installing_sagemaker, "install-ok")
+    description = wait_for_job(installing_sagemaker, "install-ok", timeout=120)
     # Then pip ran in the code folder before the script, which completed
     assert description["TrainingJobStatus"] == "Completed", description.get("FailureReason")
     log = next((tmp_path / "jobs" / "install-ok").glob("algo-1/training.log")).read_text()
@@ -77,7 +67,7 @@ def test_a_failed_install_fails_the_job_before_launch(installing_sagemaker, moto
     uri = _bundle_with_requirements(moto, tmp_path, "broken", "./no-such-package\n")
     # When its job runs
     installing_sagemaker.create_training_job(**_request(training_request, "install-bad", uri))
-    description = _wait(installing_sagemaker, "install-bad")
+    description = wait_for_job(installing_sagemaker, "install-bad", timeout=120)
     # Then it failed as the container reports it, and the script never started
     assert description["TrainingJobStatus"] == "Failed"
     assert description["FailureReason"].startswith("AlgorithmError: InstallRequirementsError:")

@@ -13,7 +13,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import torch
 
 from local_mode.artifacts import tar_folder_contents
 from local_mode.local_clients import local_client
+from local_mode.pipeline import wait_for_job
 from ranker import synthetic
 from ranker.data import load_channel
 from reliability.local_dataset import ARTIFACTS_BUCKET, DATA_BUCKET
@@ -193,7 +193,7 @@ def test_a_job_on_a_corrupt_channel_fails_with_the_reason_through_local_sagemake
     sagemaker = local_client("sagemaker", local_sagemaker.url)
     # When a job runs train_ddp.py on it
     sagemaker.create_training_job(**sdk_shaped_request("corrupt-channel", "train_ddp.py"))
-    description = wait_for_end(sagemaker, "corrupt-channel")
+    description = wait_for_job(sagemaker, "corrupt-channel", timeout=120)
     # Then it is Failed, and FailureReason carries the script's message naming the file in the container and the line
     assert description["TrainingJobStatus"] == "Failed"
     reason = description["FailureReason"]
@@ -237,11 +237,3 @@ def sdk_shaped_request(name: str, entry_point: str) -> dict[str, Any]:
     }
 
 
-def wait_for_end(sagemaker: Any, name: str, timeout: float = 120) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        description = sagemaker.describe_training_job(TrainingJobName=name)
-        if description["TrainingJobStatus"] in ("Completed", "Failed", "Stopped"):
-            return description
-        time.sleep(0.2)
-    raise AssertionError(f"training job {name} did not end within {timeout} s")
