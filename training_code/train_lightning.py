@@ -31,7 +31,7 @@ from pathlib import Path
 
 import lightning as L
 import torch
-from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
 from lightning.pytorch.strategies import Strategy
 
@@ -84,6 +84,9 @@ def build_trainer(config: RunConfig, topology: Topology, callbacks: list[Callbac
                   **overrides) -> L.Trainer:
     cuda = torch.cuda.is_available()
     train = config.train
+    progress_bar = overrides.pop("enable_progress_bar", sys.stderr.isatty())
+    if progress_bar:  # redrawn with each metric line: a redraw every step costs host time between steps
+        callbacks = [*callbacks, TQDMProgressBar(refresh_rate=train.log_every)]
     settings = dict(
         accelerator="gpu" if cuda else "cpu", devices=topology.local_world_size, num_nodes=topology.num_nodes,
         strategy=build_strategy(config, topology), precision="bf16-mixed" if cuda and train.precision == "bf16"
@@ -91,7 +94,7 @@ def build_trainer(config: RunConfig, topology: Topology, callbacks: list[Callbac
         callbacks=callbacks, logger=loggers, log_every_n_steps=train.log_every,
         # The data module already splits every batch across the ranks (ranker.batches' global order).
         use_distributed_sampler=False,
-        enable_progress_bar=sys.stderr.isatty(), default_root_dir=config.paths.output_data_dir)
+        enable_progress_bar=progress_bar, default_root_dir=config.paths.output_data_dir)
     return L.Trainer(**{**settings, **overrides})
 
 
