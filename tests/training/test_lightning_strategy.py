@@ -7,6 +7,9 @@ FusedDataParallel flags (FusedDataParallel itself runs on CPU, its own tests do 
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -22,6 +25,9 @@ from ranker.fused_linear import FusedLayers
 from ranker.lightning_module import RankingModule
 from ranker.lightning_strategy import FusedDataParallelStrategy
 from ranker.sharded_optimizer import ShardedAdamW
+from training_launch import TRAINING_CODE, RunDirs, free_port, run_dirs, script_env
+
+FORCING_LAUNCHER = Path(__file__).with_name("with_fused_data_parallel.py")
 
 CPU = torch.device("cpu")
 
@@ -105,3 +111,38 @@ def test_other_modules_are_refused_with_the_fix(process_group):
     strategy.connect(L.LightningModule())
     with pytest.raises(TypeError, match="got LightningModule; use DDPStrategy"):
         strategy.configure_ddp()
+
+
+def forced_run(script: str, folder, channel: str, *extra: str) -> RunDirs:
+    dirs = run_dirs(folder)
+    launch = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2",
+              "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(FORCING_LAUNCHER),
+              str(TRAINING_CODE / script)]
+    # Width 2048, 4 layers: two of FusedDataParallel's buckets, so the update is sharded (ShardedAdamW).
+    flags = ["--train", channel, "--width", "2048", "--num-layers", "4", "--dropout", "0", "--epochs", "2",
+             "--log-every", "4", *dirs.flags(), *extra]
+    result = subprocess.run(launch + flags, env=script_env(), capture_output=True, text=True, timeout=300,
+                            cwd=TRAINING_CODE)
+    assert result.returncode == 0, f"{script} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return dirs
+
+
+@pytest.mark.slow
+def test_lightning_on_the_fused_path_trains_like_the_native_loop_and_checkpoints_plain(tmp_path, synthetic_channel):
+    # Given both trainers on two gloo ranks with FusedDataParallel and the sharded update forced on
+    native = forced_run("train_ddp.py", tmp_path / "native", str(synthetic_channel))
+    lightning = forced_run("train_lightning.py", tmp_path / "lightning", str(synthetic_channel))
+    # Then Lightning's automatic optimization (closure and all) ends with the native loop's weights
+    native_weights, lightning_weights = native.weights(), lightning.weights()
+    assert native_weights.keys() == lightning_weights.keys()
+    for name, value in native_weights.items():
+        torch.testing.assert_close(lightning_weights[name], value, atol=1e-6, rtol=1e-5, msg=name)
+    # And its checkpoint holds the plain model's keys and AdamW's unsharded state for every parameter
+    checkpoint = torch.load(lightning.checkpoint_dir / "last.ckpt", weights_only=False)
+    assert set(checkpoint["state_dict"]) == {f"model.{name}" for name in native_weights}
+    [optimizer] = checkpoint["optimizer_states"]
+    assert len(optimizer["state"]) == len(optimizer["param_groups"][0]["params"]) == len(native_weights)
+    # And a rerun resumes from it onto the sharded optimizer (finished already: it trains no further)
+    resumed = forced_run("train_lightning.py", tmp_path / "lightning", str(synthetic_channel))
+    for name, value in resumed.weights().items():
+        torch.testing.assert_close(value, lightning_weights[name], atol=0, rtol=0, msg=name)
