@@ -13,10 +13,11 @@ Launch commands (all flags optional except the training channel outside SageMake
             {"enabled": True}}, hyperparameters={"epochs": 40, "batch-size": 16}, ...).fit({"train": "s3://..."})
 
 The pieces are Lightning's: a `RankingModule` (ranker.lightning_module), a `RankingDataModule`
-(ranker.lightning_data), and a `Trainer` with DDP across the ranks the launcher started (`SageMakerEnvironment`),
-bf16-mixed precision on GPU, `ModelCheckpoint` into the checkpoint folder SageMaker syncs (a rerun resumes from
-`last`), CSV and TensorBoard loggers, and the callbacks of ranker.lightning_callbacks. Add a callback in
-`build_callbacks`, a logger in `build_loggers`. Every flag is listed by `python train_lightning.py --help` and in docs/training.md; docs/lightning.md
+(ranker.lightning_data), and a `Trainer` with DDP across the ranks the launcher started (`SageMakerEnvironment`;
+FusedDataParallel in place of DDP where the native trainer uses it, ranker.lightning_strategy), bf16-mixed precision
+on GPU, `ModelCheckpoint` into the checkpoint folder SageMaker syncs (a rerun resumes from `last`), CSV and
+TensorBoard loggers, and the callbacks of ranker.lightning_callbacks. Add a callback in `build_callbacks`, a logger in
+`build_loggers`. Every flag is listed by `python train_lightning.py --help` and in docs/training.md; docs/lightning.md
 describes checkpoints, resuming and SIGTERM.
 """
 
@@ -30,9 +31,9 @@ from pathlib import Path
 
 import lightning as L
 import torch
-from lightning.pytorch.callbacks import Callback, ModelCheckpoint
+from lightning.pytorch.callbacks import Callback, ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
-from lightning.pytorch.strategies import DDPStrategy, Strategy
+from lightning.pytorch.strategies import Strategy
 
 from ranker import distributed
 from ranker.checkpoint import seed_everything
@@ -43,6 +44,7 @@ from ranker.failure import failure_reported
 from ranker.lightning_callbacks import MetricLines, RandomStatePerRank, SpotInterruptionCheckpoint
 from ranker.lightning_data import RankingDataModule
 from ranker.lightning_module import RankingModule
+from ranker.lightning_strategy import FusedDataParallelStrategy
 from ranker.log_format import format_metrics
 from ranker.session import model_config_for, write_artifacts
 
@@ -53,9 +55,10 @@ def build_strategy(config: RunConfig, topology: Topology) -> Strategy | str:
     cuda = torch.cuda.is_available()
     backend = distributed.resolve_backend(config.train.backend, topology, cuda,
                                           topology.launcher == "mpirun" and distributed.smddp_available())
-    # The MLP uses every parameter every step: DDP can fix its buckets once (static_graph) and let the gradients live
-    # in them (gradient_as_bucket_view) instead of copying them in and out.
-    return DDPStrategy(cluster_environment=SageMakerEnvironment(topology), process_group_backend=backend,
+    # FusedDataParallel where the native trainer uses it (ranker.lightning_strategy), else DDP. The MLP uses every
+    # parameter every step: DDP can fix its buckets once (static_graph) and let the gradients live in them
+    # (gradient_as_bucket_view) instead of copying them in and out.
+    return FusedDataParallelStrategy(cluster_environment=SageMakerEnvironment(topology), process_group_backend=backend,
                        gradient_as_bucket_view=True, static_graph=True)
 
 
@@ -81,6 +84,9 @@ def build_trainer(config: RunConfig, topology: Topology, callbacks: list[Callbac
                   **overrides) -> L.Trainer:
     cuda = torch.cuda.is_available()
     train = config.train
+    progress_bar = overrides.pop("enable_progress_bar", sys.stderr.isatty())
+    if progress_bar:  # redrawn with each metric line: a redraw every step costs host time between steps
+        callbacks = [*callbacks, TQDMProgressBar(refresh_rate=train.log_every)]
     settings = dict(
         accelerator="gpu" if cuda else "cpu", devices=topology.local_world_size, num_nodes=topology.num_nodes,
         strategy=build_strategy(config, topology), precision="bf16-mixed" if cuda and train.precision == "bf16"
@@ -88,7 +94,7 @@ def build_trainer(config: RunConfig, topology: Topology, callbacks: list[Callbac
         callbacks=callbacks, logger=loggers, log_every_n_steps=train.log_every,
         # The data module already splits every batch across the ranks (ranker.batches' global order).
         use_distributed_sampler=False,
-        enable_progress_bar=sys.stderr.isatty(), default_root_dir=config.paths.output_data_dir)
+        enable_progress_bar=progress_bar, default_root_dir=config.paths.output_data_dir)
     return L.Trainer(**{**settings, **overrides})
 
 

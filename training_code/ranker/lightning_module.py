@@ -3,10 +3,12 @@ NDCG@k on the validation and test queries. The Trainer does the rest (devices, D
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import lightning as L
 import torch
+from torch import nn
 
 from ranker import engine
 from ranker.batches import Batch
@@ -16,22 +18,43 @@ from ranker.metrics import ndcg_sums
 from ranker.session import evaluation_metrics
 
 
+@dataclass(frozen=True)
+class TrainingWrapper:
+    """A data-parallel wrapper around `RankingModule.model` with a forward of its own (FusedDataParallel: the fused
+    layers, whose backward reduces the gradients). Held in this plain object, not as a child module, so that the
+    module's `state_dict` (what ModelCheckpoint saves and `ckpt_path` restores) keeps the plain model's keys."""
+
+    module: nn.Module
+
+
 class RankingModule(L.LightningModule):
     def __init__(self, model_config: ModelConfig, train_config: TrainConfig):
         super().__init__()
         self.model_config, self.train_config = model_config, train_config
         self.model = engine.build_model(model_config, torch.device("cpu"))
         self.loss_function = LOSSES[train_config.loss]
+        self.training_wrapper: TrainingWrapper | None = None
+
+    def train_through(self, wrapper: nn.Module) -> None:
+        """Runs the training steps through `wrapper` (around `self.model`) and builds the optimizer for it; the
+        strategy calls this before `configure_optimizers` (ranker.lightning_strategy)."""
+        self.training_wrapper = TrainingWrapper(wrapper)
+
+    @property
+    def trained(self) -> nn.Module:
+        """What the training step runs: the wrapper, or this module (its forward) without one."""
+        return self.training_wrapper.module if self.training_wrapper is not None else self
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         return self.model(features)
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
         features, labels, mask = batch
-        return self.loss_function(self(features), labels, mask)
+        return self.loss_function(self.trained(features), labels, mask)
 
     def configure_optimizers(self) -> dict[str, Any]:
-        optimizer = engine.build_optimizer(self.model, self.train_config, self.device)
+        # On the wrapper where there is one: ShardedAdamW where FusedDataParallel shards the update.
+        optimizer = engine.build_optimizer(self.trained, self.train_config, self.device)
         scheduler = engine.build_scheduler(optimizer, self.trainer.estimated_stepping_batches,
                                            self.train_config.warmup_fraction)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

@@ -14,6 +14,7 @@ keeps this rank's part, so a run resumes on any number of GPUs, sharded or not.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -48,15 +49,20 @@ class ShardedAdamW(torch.optim.Optimizer):
         owner.bucket_update = self._update_bucket
 
     @torch.no_grad()
-    def step(self, closure: None = None) -> None:
+    def step(self, closure: Callable[[], torch.Tensor] | None = None) -> torch.Tensor | None:
         """Finishes the update that the backward pass started bucket by bucket (FusedDataParallel runs
         `_update_bucket` as each bucket's gradients are reduced): updates the parameters outside the dense layers,
-        then makes the compute stream wait for every bucket's update and all-gather."""
+        then makes the compute stream wait for every bucket's update and all-gather. A `closure` (Lightning's
+        automatic optimization passes one) runs the forward and backward pass first, as for any torch optimizer;
+        its loss is returned."""
+        loss = None
         if closure is not None:
-            raise ValueError("ShardedAdamW: closures are not supported")
+            with torch.enable_grad():
+                loss = closure()
         if self.owner.other_parameters:
             self._update(self.owner.other_parameters, [p.grad for p in self.owner.other_parameters])
         self.owner.wait_for_update()
+        return loss
 
     def _update_bucket(self, bucket: Bucket) -> None:
         self._update([bucket.parameter_shard], [bucket.gradient_shard])

@@ -20,7 +20,7 @@ RESERVED_HYPERPARAMETER_PREFIX = "sagemaker_"
 # The tags the trigger adds to every job it starts (provenance), which overrides may neither repeat nor crowd out.
 TRIGGER_TAG_KEYS = ("trigger-source", "dataset", "dataset-version", "marker-etag")
 OVERRIDE_FIELDS = ("entry_point", "distribution", "instance_type", "instance_count", "hyperparameters", "spot",
-                   "max_runtime", "tags")
+                   "max_runtime", "tags", "tensorboard")
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,9 @@ class JobOverrides:
     """Stopping condition in seconds; default: the stack's `max_runtime_seconds`."""
     tags: Mapping[str, str] = field(default_factory=dict)
     """String tags added to the job's tags, merged key by key."""
+    tensorboard: bool | None = None
+    """Upload the job's TensorBoard logs while it runs (SageMaker's `TensorBoardOutputConfig`, to `tensorboard/`
+    beside the job's model artifacts); default: off."""
 
     def then(self, later: JobOverrides) -> JobOverrides:
         """These overrides with `later`'s on top (hyperparameters and tags merge key by key)."""
@@ -60,6 +63,7 @@ class JobOverrides:
             spot=pick("spot"),
             max_runtime=pick("max_runtime"),
             tags={**self.tags, **later.tags},
+            tensorboard=pick("tensorboard"),
         )
 
 
@@ -131,6 +135,7 @@ def parse_overrides(payload: Mapping[str, Any], where: str, settings: Settings) 
         spot=boolean("spot"),
         max_runtime=positive_int("max_runtime"),
         tags=dict(tags) if isinstance(tags, Mapping) else {},
+        tensorboard=boolean("tensorboard"),
     )
     if errors:
         raise InvalidInput(errors)

@@ -41,6 +41,8 @@ class TrainingJobSpec:
     max_runtime: int
     tags: Mapping[str, str]
     dry_run: bool = False
+    tensorboard: bool = False
+    """Upload the TensorBoard logs the scripts write to /opt/ml/output/tensorboard (TensorBoardOutputConfig)."""
 
 
 class Catalog(Protocol):
@@ -76,7 +78,7 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
         distribution=overrides.distribution, instance_type=overrides.instance_type,
         instance_count=overrides.instance_count, hyperparameters=overrides.hyperparameters, spot=overrides.spot,
         max_runtime=overrides.max_runtime, tags={**overrides.tags, **_provenance_tags(request, found)},
-        dry_run=request.dry_run,
+        dry_run=request.dry_run, tensorboard=bool(overrides.tensorboard),
     )
 
 

@@ -15,6 +15,9 @@ from training_trigger.planning import TrainingJobSpec
 from training_trigger.settings import Settings
 
 CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
+# Where the training scripts write TensorBoard logs inside SageMaker (SM_OUTPUT_DIR/tensorboard) and SageMaker's
+# default LocalPath for TensorBoardOutputConfig.
+TENSORBOARD_LOCAL_PATH = "/opt/ml/output/tensorboard"
 # What the SDK sends as sagemaker_submit_directory when network isolation keeps the container off S3: the code
 # arrives as the "code" input channel instead.
 ISOLATED_SUBMIT_DIRECTORY = "/opt/ml/input/data/code/sourcedir.tar.gz"
@@ -108,6 +111,11 @@ def build_training_job_request(spec: TrainingJobSpec, settings: Settings) -> dic
     if settings.subnet_ids:
         request["VpcConfig"] = {"Subnets": list(settings.subnet_ids),
                                 "SecurityGroupIds": list(settings.security_group_ids)}
+    if spec.tensorboard:
+        # Beside the job's model artifacts ({output}/{job}/output/model.tar.gz), which the execution role may write.
+        request["TensorBoardOutputConfig"] = {
+            "S3OutputPath": f"{settings.output_s3_uri.rstrip('/')}/{spec.job_name}/tensorboard/",
+            "LocalPath": TENSORBOARD_LOCAL_PATH}
     if settings.job_retry_attempts:
         request["RetryStrategy"] = {"MaximumRetryAttempts": settings.job_retry_attempts}
     return request

@@ -130,6 +130,7 @@ def test_manual_channels_payload(settings):
         ({"dataset": "news", "instance_count": True}, "payload.instance_count=True is not a positive"),
         ({"dataset": "news", "instance_type": "p4d.24xlarge"}, "is not a SageMaker instance type"),
         ({"dataset": "news", "spot": "yes"}, "payload.spot='yes' is not true or false"),
+        ({"dataset": "news", "tensorboard": 1}, "payload.tensorboard=1 is not true or false"),
         ({"dataset": "news", "dry_run": "true"}, "dry_run='true' is not true or false"),
         ({"dataset": "news", "tags": {"cost": 3}}, "payload.tags={'cost': 3} is not an object of strings"),
         ({"dataset": "news", "hyperparameters": {"layers": [512, 256]}}, "payload.hyperparameters.layers=[512, 256]"),

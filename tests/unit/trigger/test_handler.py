@@ -165,6 +165,17 @@ def test_manual_dry_run_returns_the_checked_request_and_starts_nothing(s3_stub, 
     assert result["job_name"] != _invoke_again_name(s3_stub, payload)
 
 
+def test_a_manual_payload_asks_for_tensorboard_uploads(s3_stub, sagemaker_stub):
+    # Given the documented manual payload with `tensorboard: true`
+    payload = {**load_event("manual_dataset.json"), "tensorboard": True}
+    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+    # When it is invoked in dry run
+    request = _invoke(payload)["request"]
+    # Then SageMaker uploads the scripts' TensorBoard folder while the job runs
+    assert request["TensorBoardOutputConfig"]["LocalPath"] == "/opt/ml/output/tensorboard"
+    assert request["TensorBoardOutputConfig"]["S3OutputPath"].endswith(f"/{request['TrainingJobName']}/tensorboard/")
+
+
 def _invoke_again_name(s3_stub, payload):
     _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
     return _invoke(payload)["job_name"]

@@ -142,3 +142,18 @@ def test_metric_definitions_capture_what_the_scripts_print(settings):
 def test_tags_carry_the_specs_tags(settings):
     spec = job_spec()
     assert build_training_job_request(spec, settings)["Tags"] == [{"Key": k, "Value": v} for k, v in spec.tags.items()]
+
+
+def test_tensorboard_uploads_the_scripts_log_folder_beside_the_jobs_artifacts(settings):
+    from training_trigger.preflight import service_model_errors
+
+    spec = job_spec(tensorboard=True)
+    request = build_training_job_request(spec, settings)
+    assert request["TensorBoardOutputConfig"] == {
+        "S3OutputPath": f"{settings.output_s3_uri.rstrip('/')}/{spec.job_name}/tensorboard/",
+        "LocalPath": "/opt/ml/output/tensorboard"}
+    assert service_model_errors(request) == []
+    # under the prefix the execution role may write (stacks/execution_role.py: the model and checkpoint prefixes)
+    assert request["TensorBoardOutputConfig"]["S3OutputPath"].startswith(settings.output_s3_uri)
+    without = build_training_job_request(job_spec(), settings)
+    assert "TensorBoardOutputConfig" not in without and service_model_errors(without) == []

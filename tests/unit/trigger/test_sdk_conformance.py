@@ -16,6 +16,7 @@ from botocore.stub import Stubber
 
 os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")  # the SDK's v3 migration notice, on every estimator
 sagemaker = pytest.importorskip("sagemaker", reason="the SageMaker Python SDK v2 is a test-only dependency")
+from sagemaker.debugger import TensorBoardOutputConfig  # noqa: E402
 from sagemaker.inputs import TrainingInput  # noqa: E402
 from sagemaker.pytorch import PyTorch  # noqa: E402
 
@@ -28,7 +29,7 @@ REGION = "eu-west-1"
 # The SDK otherwise reports each fit() to an AWS telemetry endpoint.
 SDK_CONFIG = {"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {"Modules": {"TelemetryOptOut": True}}}}
 COMPARED_FIELDS = ("HyperParameters", "InputDataConfig", "ResourceConfig", "OutputDataConfig", "StoppingCondition",
-                   "CheckpointConfig", "VpcConfig", "RetryStrategy")
+                   "CheckpointConfig", "VpcConfig", "RetryStrategy", "TensorBoardOutputConfig")
 
 
 def _sdk_request(settings, spec, *, framework_version: str) -> dict[str, Any]:
@@ -62,6 +63,9 @@ def _sdk_request(settings, spec, *, framework_version: str) -> dict[str, Any]:
             keep_alive_period_in_seconds=settings.keep_alive_seconds or None,
             metric_definitions=[dict(d) for d in settings.metric_definitions],
             sagemaker_session=session, debugger_hook_config=False, disable_profiler=True,
+            tensorboard_output_config=TensorBoardOutputConfig(
+                s3_output_path=f"{settings.output_s3_uri}{spec.job_name}/tensorboard/",
+                container_local_output_path="/opt/ml/output/tensorboard") if spec.tensorboard else None,
         )
         estimator.fit({name: TrainingInput(uri) for name, uri in spec.channels.items()}, wait=False, logs=False,
                       job_name=spec.job_name)
@@ -95,13 +99,13 @@ def test_each_distribution_mode_matches_the_sdk(distribution, framework_version,
 
 
 def test_production_options_match_the_sdk():
-    # Given spot, VPC, KMS (on an instance without local NVMe), isolation, encryption, retries and FastFile
+    # Given spot, VPC, KMS (on an instance without local NVMe), isolation, encryption, retries, FastFile and TensorBoard
     settings = stack_settings(USE_SPOT="true", MAX_WAIT_SECONDS="172800", SUBNET_IDS="subnet-0a1b,subnet-2c3d",
                               SECURITY_GROUP_IDS="sg-0f1e", KMS_KEY_ARN="arn:aws:kms:eu-west-1:123456789012:key/1a2b",
                               ENABLE_NETWORK_ISOLATION="true", ENABLE_INTER_CONTAINER_ENCRYPTION="true",
                               JOB_RETRY_ATTEMPTS="3", INPUT_MODE="FastFile")
     spec = job_spec(distribution="torch_distributed", instance_type="ml.p3.8xlarge", instance_count=2, spot=True,
-                    max_runtime=43200)
+                    max_runtime=43200, tensorboard=True)
     # When both build the request
     sdk = _sdk_request(settings, spec, framework_version="2.2.0")
     ours = build_training_job_request(spec, settings)

@@ -1,0 +1,148 @@
+"""FusedDataParallelStrategy: where ranker.fast_paths chooses FusedDataParallel the module trains through it (with the
+sharded AdamW where the update is sharded) and its checkpoint keys stay the plain model's; elsewhere it is DDP.
+
+One gloo process: the GPU-only decision is forced by replacing `engine.training_path` with the CPU path plus the
+FusedDataParallel flags (FusedDataParallel itself runs on CPU, its own tests do the multi-rank arithmetic)."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+import torch.distributed as dist
+from lightning.fabric.plugins.environments import LightningEnvironment
+from torch.nn.parallel import DistributedDataParallel
+
+from ranker import engine
+from ranker.config import ModelConfig, TrainConfig
+from ranker.fused_data_parallel import FusedDataParallel
+from ranker.fused_linear import FusedLayers
+from ranker.lightning_module import RankingModule
+from ranker.lightning_strategy import FusedDataParallelStrategy
+from ranker.sharded_optimizer import ShardedAdamW
+from training_launch import TRAINING_CODE, RunDirs, free_port, run_dirs, script_env
+
+FORCING_LAUNCHER = Path(__file__).with_name("with_fused_data_parallel.py")
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture
+def process_group(tmp_path):
+    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def configured(module: RankingModule) -> FusedDataParallelStrategy:
+    strategy = FusedDataParallelStrategy(parallel_devices=[CPU], cluster_environment=LightningEnvironment(),
+                                         process_group_backend="gloo")
+    strategy.connect(module)
+    strategy.configure_ddp()
+    return strategy
+
+
+def force_fused_data_parallel(monkeypatch, sharded_update: bool) -> None:
+    real = engine.training_path
+
+    def forced(config, device, world_size):
+        return dataclasses.replace(real(config, device, world_size), fused_data_parallel=True,
+                                   sharded_update=sharded_update)
+
+    monkeypatch.setattr(engine, "training_path", forced)
+
+
+def batch(num_features: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(1)
+    features = torch.randn(4, 6, num_features, generator=generator)
+    return features, torch.randint(0, 3, (4, 6), generator=generator).float(), torch.ones(4, 6, dtype=torch.bool)
+
+
+def test_on_cpu_with_gloo_the_strategy_is_ddp(process_group):
+    module = RankingModule(ModelConfig(num_features=5, width=8, num_layers=3, dropout=0.0), TrainConfig())
+    strategy = configured(module)
+    assert isinstance(strategy.model, DistributedDataParallel)
+    assert module.training_wrapper is None and module.trained is module
+
+
+def test_where_fused_data_parallel_is_chosen_the_module_trains_through_it(process_group, monkeypatch):
+    force_fused_data_parallel(monkeypatch, sharded_update=False)
+    module = RankingModule(ModelConfig(num_features=5, width=8, num_layers=3, dropout=0.0), TrainConfig())
+    keys = list(module.state_dict())
+    reference = RankingModule(module.model_config, module.train_config)
+    reference.load_state_dict(module.state_dict())
+
+    strategy = configured(module)
+    assert strategy.model is module  # Lightning calls the module's steps itself: no DDP around it
+    assert isinstance(module.trained, FusedDataParallel) and module.trained.module is module.model
+    assert list(module.state_dict()) == keys  # what ModelCheckpoint saves: the plain model's keys
+
+    module.training_step(batch(5), 0).backward()
+    features, labels, mask = batch(5)
+    reference.loss_function(FusedLayers(reference.model)(features), labels, mask).backward()
+    for (name, parameter), expected in zip(module.model.named_parameters(), reference.model.parameters()):
+        # the step ran the fused (bf16) layers, whose backward wrote and reduced the gradients: one rank's average
+        # is its own gradient
+        torch.testing.assert_close(parameter.grad, expected.grad, atol=1e-6, rtol=1e-5, msg=name)
+
+
+def test_a_sharded_update_gets_the_sharded_optimizer_and_keeps_the_checkpoint_keys(process_group, monkeypatch):
+    force_fused_data_parallel(monkeypatch, sharded_update=True)
+    # Width 2048: the layers fill several of FusedDataParallel's 25 MB buckets, so the update is sharded.
+    module = RankingModule(ModelConfig(num_features=5, width=2048, num_layers=4, dropout=0.0), TrainConfig())
+    keys = list(module.state_dict())
+    configured(module)
+    assert module.trained.shard_optimizer
+    module.trainer = SimpleNamespace(estimated_stepping_batches=10)
+    assert isinstance(module.configure_optimizers()["optimizer"], ShardedAdamW)
+    assert list(module.state_dict()) == keys
+
+
+def test_other_modules_are_refused_with_the_fix(process_group):
+    import lightning as L
+
+    strategy = FusedDataParallelStrategy(parallel_devices=[CPU], cluster_environment=LightningEnvironment(),
+                                         process_group_backend="gloo")
+    strategy.connect(L.LightningModule())
+    with pytest.raises(TypeError, match="got LightningModule; use DDPStrategy"):
+        strategy.configure_ddp()
+
+
+def forced_run(script: str, folder, channel: str, *extra: str) -> RunDirs:
+    dirs = run_dirs(folder)
+    launch = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2",
+              "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(FORCING_LAUNCHER),
+              str(TRAINING_CODE / script)]
+    # Width 2048, 4 layers: two of FusedDataParallel's buckets, so the update is sharded (ShardedAdamW).
+    flags = ["--train", channel, "--width", "2048", "--num-layers", "4", "--dropout", "0", "--epochs", "2",
+             "--log-every", "4", *dirs.flags(), *extra]
+    result = subprocess.run(launch + flags, env=script_env(), capture_output=True, text=True, timeout=300,
+                            cwd=TRAINING_CODE)
+    assert result.returncode == 0, f"{script} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return dirs
+
+
+@pytest.mark.slow
+def test_lightning_on_the_fused_path_trains_like_the_native_loop_and_checkpoints_plain(tmp_path, synthetic_channel):
+    # Given both trainers on two gloo ranks with FusedDataParallel and the sharded update forced on
+    native = forced_run("train_ddp.py", tmp_path / "native", str(synthetic_channel))
+    lightning = forced_run("train_lightning.py", tmp_path / "lightning", str(synthetic_channel))
+    # Then Lightning's automatic optimization (closure and all) ends with the native loop's weights
+    native_weights, lightning_weights = native.weights(), lightning.weights()
+    assert native_weights.keys() == lightning_weights.keys()
+    for name, value in native_weights.items():
+        torch.testing.assert_close(lightning_weights[name], value, atol=1e-6, rtol=1e-5, msg=name)
+    # And its checkpoint holds the plain model's keys and AdamW's unsharded state for every parameter
+    checkpoint = torch.load(lightning.checkpoint_dir / "last.ckpt", weights_only=False)
+    assert set(checkpoint["state_dict"]) == {f"model.{name}" for name in native_weights}
+    [optimizer] = checkpoint["optimizer_states"]
+    assert len(optimizer["state"]) == len(optimizer["param_groups"][0]["params"]) == len(native_weights)
+    # And a rerun resumes from it onto the sharded optimizer (finished already: it trains no further)
+    resumed = forced_run("train_lightning.py", tmp_path / "lightning", str(synthetic_channel))
+    for name, value in resumed.weights().items():
+        torch.testing.assert_close(value, lightning_weights[name], atol=0, rtol=0, msg=name)

@@ -1,0 +1,26 @@
+"""Runs a training script (the first argument) with ranker.fast_paths' FusedDataParallel and sharded-update decisions
+forced on wherever there are several processes, so that the GPU path's data parallelism runs on CPU with gloo (the
+fused layers and FusedDataParallel run on CPU for their tests)."""
+
+from __future__ import annotations
+
+import dataclasses
+import runpy
+import sys
+
+from ranker import engine
+
+chosen_path = engine.training_path
+
+
+def forced_path(config, device, world_size):
+    several = world_size > 1
+    return dataclasses.replace(chosen_path(config, device, world_size), fused_data_parallel=several,
+                               sharded_update=several)
+
+
+if __name__ == "__main__":
+    engine.training_path = forced_path
+    script = sys.argv.pop(1)
+    sys.argv[0] = script
+    runpy.run_path(script, run_name="__main__")
