@@ -3,7 +3,7 @@
 Why: on GPU with NCCL, bf16 and the fused layers, the native loop averages gradients with FusedDataParallel (each
 layer's gradient GEMM writes into the all-reduce buffer, reductions start before the input gradient's GEMM) and, where
 the layers fill several buckets, updates a 1/world_size shard of the weights beside the backward pass (ShardedAdamW).
-DDP cannot do either (docs/benchmarks.md: at width 4096 on 2 GPUs even a graph-captured DDP step is 12% slower).
+DDP cannot do either, and is measurably slower at both widths (docs/benchmarks.md, the data-parallel section).
 `configure_ddp` is the documented place where a DDP strategy wraps the model, and in Lightning's `setup` it runs
 before `setup_optimizers`, so the module's `configure_optimizers` sees the wrapper and builds the sharded optimizer
 for it (ranker.lightning_module). Wherever ranker.fast_paths does not choose FusedDataParallel (CPU, gloo, fp32, the

@@ -3,13 +3,11 @@
 Each rank reads only its own shards (`shards[rank::world_size]`). Background threads gather each batch's whole
 queries into pinned host buffers (padded `[batch, max_docs, features]`): with `threads` threads, thread t fills steps
 t, t + threads, ... into its own `prefetch` buffers, and the trainer takes them back in step order and copies each to
-the device asynchronously. numpy's gathers release the interpreter lock, so the threads fill in parallel (two fill
-1.9x as fast as one on 2 cores; one fills ~5-6M documents/s, and the graphed trainer at width 1024 eats ~10.5M a
-second per H200: docs/benchmarks.md). A buffer is refilled only after its copy has finished (a CUDA event its thread
-waits on), so the trainer never waits for the disk unless the disk is slower than the model. It can wait for the
-hand-over, though: on an H200 host streaming tops out at ~6.3M documents/s per GPU whatever the thread count
-(beside train_ddp.py; not profiled yet). Order is deterministic by (seed, epoch) within each rank's shards, whatever
-the thread count.
+the device asynchronously. numpy's gathers release the interpreter lock, so the threads fill in parallel; how fast
+they fill against how fast a GPU trains is measured in docs/benchmarks.md (CPU data path, and the optimisation log).
+A buffer is refilled only after its copy has finished (a CUDA event its thread waits on), so the trainer never waits
+for the disk unless the disk is slower than the model. Order is deterministic by (seed, epoch) within each rank's
+shards, whatever the thread count.
 """
 
 from __future__ import annotations
