@@ -31,7 +31,7 @@ DEFAULT_INSTANCE_TYPES = {
     "smdistributed": "ml.p4d.24xlarge",
 }
 
-_INSTANCE_FAMILY = re.compile(r"^ml\.(?P<family>[a-z0-9]+)\.")
+_INSTANCE_TYPE = re.compile(r"^ml\.(?P<family>[a-z0-9]+)\.(?P<size>[a-z0-9]+)$")
 
 
 @dataclass(frozen=True)
@@ -92,10 +92,15 @@ def default_profile(distribution: str) -> ContainerProfile:
     return next(profile for profile in reversed(PROFILES) if distribution in profile.distributions)
 
 
+def instance_family(instance_type: str) -> str | None:
+    """`p4d` for `ml.p4d.24xlarge`; None for a name that is not `ml.<family>.<size>`."""
+    match = _INSTANCE_TYPE.match(instance_type)
+    return match["family"] if match else None
+
+
 def instance_kind(instance_type: str) -> str:
     """'gpu', 'neuron' (Trainium, Inferentia) or 'cpu'."""
-    match = _INSTANCE_FAMILY.match(instance_type)
-    family = match["family"] if match else ""
+    family = instance_family(instance_type) or ""
     if family.startswith(("p", "g")):
         return "gpu"
     if family.startswith(("trn", "inf")):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
 
-from training_trigger.container_profiles import instance_kind
+from training_trigger.container_profiles import instance_family, instance_kind
 
 # GPUs per instance, for the types a ranking job plausibly uses.
 # Types missing here are still accepted; only the checks that need the count are skipped for them.
@@ -23,14 +22,6 @@ ACCELERATORS_PER_INSTANCE: dict[str, int] = {
 # storage is encrypted by the instance's hardware.
 _LOCAL_NVME_FAMILIES = ("p3dn", "p4d", "p4de", "p5", "p5e", "p5en", "g4dn", "g5", "g6", "g6e", "trn1", "trn1n",
                         "m5d", "c5d", "r5d", "m6id", "c6id", "r6id")
-
-_INSTANCE_TYPE = re.compile(r"^ml\.(?P<family>[a-z0-9]+)\.(?P<size>[a-z0-9]+)$")
-
-
-def instance_family(instance_type: str) -> str | None:
-    match = _INSTANCE_TYPE.match(instance_type)
-    return match["family"] if match else None
-
 
 def accelerators(instance_type: str) -> int | None:
     """GPUs per instance; 0 for CPU instances; None when the type is unknown to this table."""
