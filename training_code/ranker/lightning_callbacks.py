@@ -4,7 +4,6 @@ checkpoint so that a resumed run draws the same dropout masks as an uninterrupte
 
 from __future__ import annotations
 
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from ranker import distributed
 from ranker.batches import Batch
+from ranker.checkpoint import StopSignal
 from ranker.log_format import format_metrics
 from ranker.meter import TrainingMeter
 
@@ -94,19 +94,16 @@ class SpotInterruptionCheckpoint(Checkpoint):
 
     def __init__(self, path: Path, check_every: int):
         self.path, self.check_every = path, check_every
-        self.received = False
+        self.stop: StopSignal | None = None
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        signal.signal(signal.SIGTERM, self.note_signal)  # Lightning restores the previous handler when fit ends
-
-    def note_signal(self, signum: int, frame: object) -> None:
-        self.received = True
+        self.stop = StopSignal()  # in front of Lightning's handler, which Lightning puts back when fit ends
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Batch,
                            batch_idx: int) -> None:
         if trainer.global_step % self.check_every:
             return
-        notes = trainer.strategy.reduce(torch.tensor(float(self.received), device=pl_module.device), reduce_op="sum")
+        notes = trainer.strategy.reduce(torch.tensor(float(self.stop.received), device=pl_module.device), reduce_op="sum")
         if notes.item() > 0:
             trainer.save_checkpoint(self.path)
             MetricLines.report(trainer, pl_module,
