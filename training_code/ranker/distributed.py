@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -19,6 +20,8 @@ import torch.distributed as dist
 
 from ranker.fast_paths import TrainingPath
 
+# How long shutdown lets gloo's worker threads finish with the last collectives (see `shutdown`).
+GLOO_WORKERS_DRAIN_S = 0.25
 DEFAULT_MASTER_PORT = 7777  # the port SageMaker's training toolkit uses for its launchers
 SMDDP_MODULE = "smdistributed.dataparallel.torch.torch_smddp"
 
@@ -153,4 +156,11 @@ def barrier() -> None:
 
 def shutdown() -> None:
     if dist.is_available() and dist.is_initialized():
+        if "gloo" in str(dist.get_backend()):
+            # A gloo worker thread frees a collective's tensors just after it reports the collective done, and freeing
+            # a tensor Python made takes the GIL. Torch builds without pytorch/pytorch#154976 (the 2.2 container's)
+            # destroy the process group holding the GIL while they join those workers: a worker still freeing then
+            # deadlocks the rank at exit, after training (1 job in ~8 as 2 ranks on 2 cores). Sleeping hands the GIL
+            # to such a worker first.
+            time.sleep(GLOO_WORKERS_DRAIN_S)
         dist.destroy_process_group()
