@@ -50,18 +50,22 @@ def save_checkpoint(folder: Path, step: int, state: dict[str, Any]) -> Path:
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
-    # Our own files, holding numpy RNG state among tensors: weights_only=False is needed and safe here.
-    return torch.load(path, map_location="cpu", weights_only=False)
+    return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def rng_state() -> dict[str, Any]:
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
+    """Every generator a step may draw from, in types `torch.load(weights_only=True)` reads (Lightning resumes that
+    way): numpy's key as a tensor, not an array."""
+    algorithm, key, position, has_gauss, cached_gaussian = np.random.get_state()
+    return {"python": random.getstate(), "torch": torch.get_rng_state(),
+            "numpy": (algorithm, torch.from_numpy(key.astype(np.int64)), position, has_gauss, cached_gaussian),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    algorithm, key, position, has_gauss, cached_gaussian = state["numpy"]
+    np.random.set_state((algorithm, key.numpy().astype(np.uint32), position, has_gauss, cached_gaussian))
     torch.set_rng_state(state["torch"])
     if state["cuda"] and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])

@@ -16,7 +16,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from ranker import distributed
 from ranker.batches import Batch
-from ranker.checkpoint import StopSignal
+from ranker.checkpoint import StopSignal, rng_state, set_rng_state
 from ranker.log_format import format_metrics
 from ranker.meter import TrainingMeter
 
@@ -112,32 +112,20 @@ class SpotInterruptionCheckpoint(Checkpoint):
 
 
 class RandomStatePerRank(L.Callback):
-    """Adds every rank's torch generator states (CPU and its GPU: dropout draws from them) to each checkpoint and
-    restores this rank's on resume. Lightning's checkpoints hold no random state; the batch order needs none (it comes
-    from its own seeded generator, ranker.batches)."""
+    """Adds every rank's random states (Python's, numpy's, torch's CPU and GPU generators, which dropout draws from:
+    what the native trainer's checkpoints hold, ranker.checkpoint.rng_state) to each checkpoint and restores this rank's
+    on resume. Lightning's checkpoints hold no random state; the batch order needs none (it comes from its own seeded
+    generator, ranker.batches)."""
 
     STATE_KEY = "random_state_per_rank"
 
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict[str, Any]) -> None:
         # Lightning builds the checkpoint on every rank and rank 0 writes it: gathering here is collective-safe.
-        checkpoint[self.STATE_KEY] = distributed.all_gather_objects(generator_states(trainer.strategy.root_device))
+        checkpoint[self.STATE_KEY] = distributed.all_gather_objects(rng_state())
 
     def on_load_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict[str, Any]) -> None:
         states = checkpoint.get(self.STATE_KEY, [])
         # Another world size draws different per-rank streams anyway: keep this run's fresh seeds then.
         if len(states) == trainer.world_size:
-            # Called before the module moves to its device: the strategy knows which GPU this rank trains on.
-            set_generator_states(states[trainer.global_rank], trainer.strategy.root_device)
+            set_rng_state(states[trainer.global_rank])
 
-
-def generator_states(device: torch.device) -> dict[str, torch.Tensor]:
-    states = {"cpu": torch.get_rng_state()}
-    if device.type == "cuda":
-        states["cuda"] = torch.cuda.get_rng_state(device)
-    return states
-
-
-def set_generator_states(states: dict[str, torch.Tensor], device: torch.device) -> None:
-    torch.set_rng_state(states["cpu"])
-    if "cuda" in states and device.type == "cuda":
-        torch.cuda.set_rng_state(states["cuda"], device)
