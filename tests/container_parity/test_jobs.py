@@ -6,11 +6,13 @@ containers that allow SMDDP. The hyperparameters are encoded and flagged by the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,7 @@ TOOLKIT_JOB = Path(__file__).with_name("toolkit_job.py")
 RANKS = 2
 # A job takes seconds to a minute; a rank left waiting on a peer that exited must fail the test, not stall CI.
 JOB_TIMEOUT_SECONDS = 300
+STACK_DUMP_SECONDS = 5
 LAUNCHES = [(profile, distribution, launcher)
             for profile in PARITY_PROFILES
             for distribution, launcher in (("torch_distributed", "torch_distributed"), ("pytorchddp", "mpi"))
@@ -59,17 +62,44 @@ def test_a_two_rank_job_trains_to_metrics(profile, distribution, launcher, entry
 
 
 def _run_job(command: list[str], env: dict[str, str]) -> tuple[int, str]:
-    """Exit code and output; on timeout the whole process group (toolkit, launcher, ranks) is killed."""
-    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          start_new_session=True) as job:
+    """Exit code and output. On timeout the ranks print their threads' stacks (faulthandler, on SIGABRT), then the
+    whole process tree is killed, mpirun's ranks included (they sit in process groups of their own)."""
+    with subprocess.Popen(command, env={**env, "PYTHONFAULTHANDLER": "1"}, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, start_new_session=True) as job:
         try:
             output, _ = job.communicate(timeout=JOB_TIMEOUT_SECONDS)
         except subprocess.TimeoutExpired:
-            os.killpg(job.pid, signal.SIGKILL)
+            processes, ranks = _job_processes(job.pid)
+            _signal(ranks, signal.SIGABRT)  # their launcher forwards what they print, then exits
+            time.sleep(STACK_DUMP_SECONDS)
+            _signal(_job_processes(job.pid)[0] + processes, signal.SIGKILL)
             output, _ = job.communicate()
-            pytest.fail(f"the job did not end within {JOB_TIMEOUT_SECONDS} s (a rank waiting on a peer that "
-                        f"exited?):\n{output[-6000:]}")
+            pytest.fail(f"the job did not end within {JOB_TIMEOUT_SECONDS} s; its processes' stacks are at the end "
+                        f"of its output:\n{output[-12000:]}")
     return job.returncode, output
+
+
+def _job_processes(root: int) -> tuple[list[int], list[int]]:
+    """`root` and its descendants, and those of them without children (the ranks). From /proc: the job's processes
+    span several process groups."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):  # a process that exited while we looked
+            continue
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    tree, index = [root], 0
+    while index < len(tree):
+        tree.extend(children.get(tree[index], []))
+        index += 1
+    return tree, [pid for pid in tree if pid not in children]
+
+
+def _signal(pids: list[int], signum: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
 
 
 def _host_folder(tmp_path: Path, letor_sample_dir: Path, entry_point: str, distribution: str) -> HostFolder:
