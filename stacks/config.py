@@ -88,6 +88,12 @@ class PipelineConfig(BaseModel):
         description="cost ceiling: the longest max_runtime (seconds) a manifest.json or manual payload may ask for; "
                     "max_runtime_seconds must not exceed it")
     use_spot: bool = Field(description="managed spot training (jobs resume from their checkpoints)")
+    tensorboard: bool = Field(
+        default=False,
+        description="every job uploads the TensorBoard logs train_lightning.py writes while it runs, where the "
+                    "image has tensorboard or tensorboardX (SageMaker's `TensorBoardOutputConfig`, to `tensorboard/` "
+                    "beside the job's model artifacts); a manifest.json or manual payload's `tensorboard` overrides "
+                    "it per job")
     max_wait_seconds: int = Field(ge=0, le=_MAX_JOB_SECONDS,
                                   description="with spot, the longest a job may wait and train in all: at least "
                                               "`max_runtime_seconds`")

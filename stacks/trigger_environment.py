@@ -46,6 +46,7 @@ def trigger_environment(config: PipelineConfig, *, data_bucket: str, artifacts_b
         "VOLUME_SIZE_GB": str(config.volume_size_gb),
         "MAX_RUNTIME_SECONDS": str(config.max_runtime_seconds),
         "USE_SPOT": _flag(config.use_spot),
+        "TENSORBOARD": _flag(config.tensorboard),
         "MAX_WAIT_SECONDS": str(config.max_wait_seconds),
         "KEEP_ALIVE_SECONDS": str(config.keep_alive_seconds),
         "JOB_RETRY_ATTEMPTS": str(config.job_retry_attempts),

@@ -46,7 +46,7 @@ class JobOverrides:
     """String tags added to the job's tags, merged key by key."""
     tensorboard: bool | None = None
     """Upload the job's TensorBoard logs while it runs (SageMaker's `TensorBoardOutputConfig`, to `tensorboard/`
-    beside the job's model artifacts); default: off."""
+    beside the job's model artifacts); default: the stack's `tensorboard` setting (off)."""
 
     def then(self, later: JobOverrides) -> JobOverrides:
         """These overrides with `later`'s on top (hyperparameters and tags merge key by key)."""

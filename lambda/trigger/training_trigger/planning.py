@@ -61,7 +61,7 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
         entry_point=settings.default_entry_point, distribution=settings.default_distribution,
         instance_type=settings.default_instance_type, instance_count=settings.default_instance_count,
         hyperparameters=dict(settings.default_hyperparameters), spot=settings.use_spot,
-        max_runtime=settings.max_runtime_seconds,
+        max_runtime=settings.max_runtime_seconds, tensorboard=settings.tensorboard,
     )
     overrides = defaults.then(_manifest_overrides(found, catalog, settings)).then(request.overrides)
     errors = check_hyperparameters(overrides.hyperparameters, "hyperparameters")

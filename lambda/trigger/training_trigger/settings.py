@@ -54,6 +54,7 @@ class Settings:
     volume_size_gb: int
     max_runtime_seconds: int
     use_spot: bool
+    tensorboard: bool  # default for jobs that do not say: upload their TensorBoard logs
     max_wait_seconds: int
     keep_alive_seconds: int
     job_retry_attempts: int
@@ -172,6 +173,7 @@ def settings_from_environ(environ: Mapping[str, str]) -> Settings:
         volume_size_gb=read.integer("VOLUME_SIZE_GB", minimum=1),
         max_runtime_seconds=max_runtime_seconds,
         use_spot=use_spot,
+        tensorboard=read.flag("TENSORBOARD"),
         max_wait_seconds=max_wait_seconds,
         keep_alive_seconds=read.integer("KEEP_ALIVE_SECONDS", "0"),
         job_retry_attempts=read.integer("JOB_RETRY_ATTEMPTS", "0"),

@@ -45,6 +45,7 @@ def stack_environ(**changes: str) -> dict[str, str]:
         "VOLUME_SIZE_GB": "30",
         "MAX_RUNTIME_SECONDS": "86400",
         "USE_SPOT": "false",
+        "TENSORBOARD": "false",
         "MAX_WAIT_SECONDS": "172800",
         "KEEP_ALIVE_SECONDS": "0",
         "JOB_RETRY_ATTEMPTS": "0",

@@ -176,6 +176,23 @@ def test_a_manual_payload_asks_for_tensorboard_uploads(s3_stub, sagemaker_stub):
     assert request["TensorBoardOutputConfig"]["S3OutputPath"].endswith(f"/{request['TrainingJobName']}/tensorboard/")
 
 
+@pytest.mark.parametrize(("payload_says", "uploads"), [(None, True), (False, False)])
+def test_the_stacks_tensorboard_setting_is_the_default_a_payload_overrides(payload_says, uploads, s3_stub,
+                                                                           sagemaker_stub, monkeypatch):
+    # Given a stack deployed with `tensorboard: true`
+    from training_trigger.settings import load_settings
+    monkeypatch.setenv("TENSORBOARD", "true")
+    load_settings.cache_clear()
+    # When a manual payload that does not mention it, or turns it off, is invoked in dry run
+    payload = load_event("manual_dataset.json")
+    if payload_says is not None:
+        payload["tensorboard"] = payload_says
+    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+    request = _invoke(payload)["request"]
+    # Then the job uploads its TensorBoard logs unless the payload said not to
+    assert ("TensorBoardOutputConfig" in request) is uploads
+
+
 def _invoke_again_name(s3_stub, payload):
     _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
     return _invoke(payload)["job_name"]
