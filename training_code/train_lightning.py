@@ -105,7 +105,7 @@ def has_checkpoint(folder: Path) -> bool:
 def train(config: RunConfig) -> None:
     topology = distributed.detect_topology()
     seed_everything(config.train.seed, topology.rank)  # each rank its own dropout masks; DDP starts from rank 0's weights
-    datamodule = RankingDataModule.from_config(config)
+    datamodule = RankingDataModule.from_config(config, topology.local_world_size)
     module = RankingModule(model_config_for(config, datamodule.num_features), config.train)
     metric_lines = MetricLines(config.train.log_every)
     trainer = build_trainer(config, topology, build_callbacks(config, metric_lines), build_loggers(config))

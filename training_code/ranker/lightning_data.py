@@ -69,8 +69,9 @@ class RankingDataModule(L.LightningDataModule):
         self.device_splits: dict[str, DeviceQueries] = {}
 
     @classmethod
-    def from_config(cls, config: RunConfig) -> RankingDataModule:
-        train, validation, test = load_splits(config)
+    def from_config(cls, config: RunConfig, local_ranks: int) -> RankingDataModule:
+        """The channels of `config`, parsed once per host where `local_ranks` processes run on it."""
+        train, validation, test = load_splits(config, local_ranks)
         return cls(train, validation, test, batch_size=config.train.batch_size, seed=config.train.seed,
                    data=config.data)
 

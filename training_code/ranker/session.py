@@ -73,7 +73,7 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
         print(path.describe(), flush=True)
     # Before CUDA is initialised (the process group sets the device): the text parser's worker processes can then
     # start by fork, instead of each importing this entry point again (ranker.letor_processes).
-    train, validation, test = load_splits(config, env)
+    train, validation, test = load_splits(config, topology.local_world_size)
     distributed.init_process_group(topology, backend, device, path)
     engine.prepare_device(config.train, device)
     seed_everything(config.train.seed, topology.rank)
@@ -92,13 +92,12 @@ def model_config_for(config: RunConfig, num_features: int) -> ModelConfig:
                                output_bias=config.model.output_bias and config.train.loss != "listwise")
 
 
-def load_splits(config: RunConfig, env: Mapping[str, str] = os.environ
+def load_splits(config: RunConfig, local_ranks: int
                 ) -> tuple[ranking_data.RankingData, ranking_data.RankingData, ranking_data.RankingData | None]:
     """Train, validation (a channel, or whole queries split off train) and optional test, with one feature count.
     When streaming, `train` holds no rows, only the shards' feature count: the rows stay on disk. Where the launcher
-    started several processes on this host (each loading the same channels), text is parsed once for all of them."""
+    started `local_ranks` processes on this host (each loading the same channels), text is parsed once for all."""
     num_features = config.model.num_features or None
-    local_ranks = distributed.detect_topology(env).local_world_size
     if config.data.streaming:
         if not shards.is_shard_dir(config.data.train) or config.data.validation is None:
             raise ValueError(f"streaming: train channel {config.data.train} must hold binary shards (ranker.convert) "
