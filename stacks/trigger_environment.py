@@ -6,14 +6,14 @@ import json
 
 from stacks.buckets import CHECKPOINT_PREFIX, MODEL_PREFIX
 from stacks.config import PipelineConfig
-from stacks.training_code_modules import ranker_module
+from stacks.training_code_modules import training_code_module
 
 POWERTOOLS_SERVICE_NAME = "training-trigger"
 
 
 def metric_definitions() -> list[dict[str, str]]:
     """The training code's own `MetricDefinitions`."""
-    return ranker_module("log_format").metric_definitions()
+    return training_code_module("ranker/log_format.py").metric_definitions()
 
 
 def trigger_environment(config: PipelineConfig, *, data_bucket: str, artifacts_bucket: str, role_arn: str,

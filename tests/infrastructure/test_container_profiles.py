@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 from sagemaker import fw_utils
-
-from ranker import container_profiles as profiles
-from stacks.config import ConfigError
-from stacks.lambda_bundle import stage_lambda_bundle
-from stacks.training_image import resolve_dlc_image
-from stacks.trigger_environment import trigger_environment
+from sagemaker_distributed import container_profiles as profiles
 from training_trigger.planning import TrainingJobSpec
 from training_trigger.preflight import preflight_errors
 from training_trigger.request import build_training_job_request
 from training_trigger.settings import Settings, settings_from_environ
+
+from stacks.config import ConfigError
+from stacks.lambda_bundle import stage_lambda_bundle
+from stacks.training_image import resolve_dlc_image
+from stacks.trigger_environment import trigger_environment
 
 from .synthesis import PROJECT_ROOT, config_for, synthesize, trigger_function
 

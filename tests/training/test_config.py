@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from ranker.config import parse_config
 
 
@@ -30,8 +29,14 @@ def test_flags_override_the_environment():
     assert (config.paths.model_dir, config.paths.checkpoint_dir) == (Path("here"), Path("ck"))
 
 
-def test_checkpoints_default_to_opt_ml_checkpoints():
-    assert parse_config(["--train", "d"], env={}).paths.checkpoint_dir == Path("/opt/ml/checkpoints")
+def test_checkpoints_default_to_the_synced_folder_in_a_job_and_to_the_runs_own_folder_outside():
+    # Given a SageMaker job (the toolkit sets SM_MODEL_DIR) / Then /opt/ml/checkpoints, which SageMaker syncs
+    in_job = parse_config(["--train", "d"], env={"SM_MODEL_DIR": "/opt/ml/model"})
+    assert in_job.paths.checkpoint_dir == Path("/opt/ml/checkpoints")
+    # Given no job / Then a folder under the run's own output folder, never one every run on the machine shares
+    assert parse_config(["--train", "d"], env={}).paths.checkpoint_dir == Path("output/checkpoints")
+    elsewhere = parse_config(["--train", "d", "--output-data-dir", "runs/b"], env={})
+    assert elsewhere.paths.checkpoint_dir == Path("runs/b/checkpoints")
 
 
 def test_tensorboard_logs_go_where_sagemakers_tensorboard_output_config_uploads_them():

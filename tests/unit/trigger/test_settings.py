@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from training_trigger.settings import SettingsError, settings_from_environ
 
 from trigger.sample_inputs import stack_environ
-from training_trigger.settings import SettingsError, settings_from_environ
 
 
 def test_stack_environment_parses_into_typed_settings():
