@@ -126,8 +126,11 @@ class PipelineConfig(BaseModel):
     removal_policy: Literal["destroy", "retain"] = Field(
         description="`destroy`: buckets, key and repository are emptied and deleted with the stack; `retain`: "
                     "they survive it")
-    trigger_reserved_concurrency: int = Field(ge=1, le=100,
-                                              description="reserved concurrency of the trigger Lambda")
+    trigger_reserved_concurrency: int | None = Field(
+        default=None, ge=1, le=100,
+        description="opt-in reserved concurrency of the trigger Lambda (unset: none, it shares the account's "
+                    "unreserved pool); Lambda keeps 100 of an account's concurrency unreserved, so a reservation "
+                    "fails to deploy where the account's quota is low, as on new accounts")
     trigger_timeout_seconds: int = Field(ge=10, le=900, description="trigger Lambda timeout, in seconds")
     trigger_retry_attempts: int = Field(ge=0, le=2, description="Lambda's asynchronous retries of a failed "
                                                                 "trigger invocation before the dead-letter queue")

@@ -44,7 +44,7 @@ class TrainingTrigger(Construct):
                  data_bucket: s3.IBucket, dataset_prefix: str, marker_names: tuple[str, ...],
                  project_prefix: str, execution_role: iam.IRole, topic: sns.ITopic, key: kms.IKey | None,
                  environment_key: kms.IKey,
-                 reserved_concurrency: int, timeout_seconds: int, retry_attempts: int, max_event_age_seconds: int,
+                 reserved_concurrency: int | None, timeout_seconds: int, retry_attempts: int, max_event_age_seconds: int,
                  log_retention_days: int, retrain_schedule: str | None, removal_policy: RemovalPolicy) -> None:
         super().__init__(scope, construct_id)
         self.dead_letter_queue = sqs.Queue(

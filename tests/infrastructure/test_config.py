@@ -86,6 +86,15 @@ def test_context_strings_from_the_command_line_override_cdk_json() -> None:
     assert config.log_retention_days == CDK_CONTEXT["environments"]["prod"]["log_retention_days"]
 
 
+def test_reserved_concurrency_is_opt_in_from_the_command_line() -> None:
+    # Given cdk.json as committed, then with `-c trigger_reserved_concurrency=3`
+    defaults = {env_name: config_for(env_name).trigger_reserved_concurrency for env_name in CDK_CONTEXT["environments"]}
+    opted_in = config_from_context(App(context={**CDK_CONTEXT, "trigger_reserved_concurrency": "3"}))
+    # Then no environment reserves any by default, and the opt-in arrives typed
+    assert defaults == {"dev": None, "prod": None}
+    assert opted_in.trigger_reserved_concurrency == 3
+
+
 def test_config_is_frozen() -> None:
     config = config_for("dev")
     with pytest.raises(ValueError):

@@ -109,7 +109,7 @@ def test_execution_role_gets_eni_actions_only_with_a_vpc() -> None:
     assert "ec2:CreateNetworkInterface" in with_vpc
 
 
-def _trigger(tmp_path: Path, *, retrain_schedule: str | None) -> Template:
+def _trigger(tmp_path: Path, *, retrain_schedule: str | None, reserved_concurrency: int | None = 3) -> Template:
     stack = bare_stack()
     asset_dir = tmp_path / "asset"
     asset_dir.mkdir()
@@ -119,7 +119,7 @@ def _trigger(tmp_path: Path, *, retrain_schedule: str | None) -> Template:
         dataset_prefix="datasets/", marker_names=("_SUCCESS", "manifest.json"), project_prefix="ranker",
         execution_role=iam.Role(stack, "Exec", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com")),
         topic=sns.Topic(stack, "Topic"), key=kms.Key(stack, "Key"), environment_key=kms.Key(stack, "EnvKey"),
-        reserved_concurrency=3, timeout_seconds=45, retry_attempts=1, max_event_age_seconds=600,
+        reserved_concurrency=reserved_concurrency, timeout_seconds=45, retry_attempts=1, max_event_age_seconds=600,
         log_retention_days=30, retrain_schedule=retrain_schedule, removal_policy=RemovalPolicy.DESTROY)
     return Template.from_stack(stack)
 
@@ -137,6 +137,12 @@ def test_trigger_function_is_arm64_current_python_bounded_and_retries_into_an_en
     })
     template.has_resource_properties("AWS::SQS::Queue", {"KmsMasterKeyId": Match.any_value()})
     template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30, "KmsKeyId": Match.any_value()})
+
+
+def test_trigger_without_a_reservation_leaves_concurrency_unreserved(tmp_path: Path) -> None:
+    template = _trigger(tmp_path, retrain_schedule=None, reserved_concurrency=None)
+    template.has_resource_properties("AWS::Lambda::Function", {
+        "Handler": "handler.lambda_handler", "ReservedConcurrentExecutions": Match.absent()})
 
 
 def test_trigger_rule_matches_marker_keys_under_the_dataset_prefix(tmp_path: Path) -> None:

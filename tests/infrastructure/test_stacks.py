@@ -67,6 +67,14 @@ def test_trigger_environment_is_exactly_the_contract(any_app: SynthesizedApp) ->
     assert environment["DEFAULT_INSTANCE_COUNT"] == str(config.instance_count)
 
 
+def test_trigger_reserves_no_concurrency_unless_configured(any_app: SynthesizedApp) -> None:
+    # Given cdk.json's environments as committed / When they are synthesized
+    properties = trigger_function(any_app.stateless)["Properties"]
+    # Then the trigger draws on the account's unreserved pool: Lambda keeps 100 of an account's concurrency
+    # unreserved, so any reservation fails to deploy where the account's quota is low (new accounts)
+    assert "ReservedConcurrentExecutions" not in properties
+
+
 def test_image_is_the_regions_pytorch_dlc_and_source_is_the_bundle_asset(dev_app: SynthesizedApp) -> None:
     environment = _environment(dev_app)
     config = dev_app.config
