@@ -80,13 +80,31 @@ def test_image_repository_scans_on_push_keeps_tags_immutable_and_the_newest_imag
     })
 
 
-def _execution_role(subnet_ids: tuple[str, ...] = (), security_group_ids: tuple[str, ...] = ()) -> Template:
+def _execution_role(subnet_ids: tuple[str, ...] = (), security_group_ids: tuple[str, ...] = (), *,
+                    with_key: bool = False) -> Template:
     stack = bare_stack()
     SageMakerExecutionRole(
         stack, "Role", data_bucket=s3.Bucket(stack, "Data"), dataset_prefix="datasets/",
         artifacts_bucket=s3.Bucket(stack, "Artifacts"), repository=ecr.Repository(stack, "Repo"), dlc_image=DLC,
-        key=None, subnet_ids=subnet_ids, security_group_ids=security_group_ids)
+        key=kms.Key(stack, "Key") if with_key else None, subnet_ids=subnet_ids, security_group_ids=security_group_ids)
     return Template.from_stack(stack)
+
+
+@pytest.mark.parametrize("with_key", [True, False])
+def test_execution_role_creates_volume_key_grants_for_aws_resources_only(with_key: bool) -> None:
+    # Given the role with and without the project key (VolumeKmsKeyId is sent only with the key)
+    statements = _policy_statements(_execution_role(with_key=with_key))
+    # When its CreateGrant statements are read
+    grants = [statement for statement in statements if "kms:CreateGrant" in statement["Action"]]
+    # Then SageMaker may create the volume key's grant on the role's behalf (AWS: the execution role needs
+    # kms:CreateGrant for a volume key), on that key only and only for grants an AWS service uses
+    if not with_key:
+        assert grants == []
+        return
+    [grant] = grants
+    assert grant["Action"] == "kms:CreateGrant"
+    assert grant["Condition"] == {"Bool": {"kms:GrantIsForAWSResource": "true"}}
+    assert list(grant["Resource"]) == ["Fn::GetAtt"] and grant["Resource"]["Fn::GetAtt"][1] == "Arn"
 
 
 def test_execution_role_is_for_sagemaker_and_pulls_only_the_configured_dlc_repository() -> None:
