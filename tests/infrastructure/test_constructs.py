@@ -199,3 +199,9 @@ def test_notifications_topic_is_encrypted_and_hears_this_projects_jobs(email: st
         "detail": {"TrainingJobName": [{"prefix": "ranker-"}], "TrainingJobStatus": ["Completed", "Failed", "Stopped"]},
     }})
     template.resource_count_is("AWS::SNS::Subscription", 1 if email else 0)
+    # Only this stack's state rule may publish as EventBridge, for this account
+    template.has_resource_properties("AWS::SNS::TopicPolicy", {"PolicyDocument": {"Statement": Match.array_with([
+        Match.object_like({"Effect": "Allow", "Principal": {"Service": "events.amazonaws.com"},
+                           "Condition": {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+                                         "ArnEquals": {"aws:SourceArn": [{"Fn::GetAtt": [Match.string_like_regexp(
+                                             "TrainingJobStateRule"), "Arn"]}]}}})])}})
