@@ -122,7 +122,8 @@ class PipelineConfig(BaseModel):
                                            description="e-mail address subscribed to job notifications")
     retrain_schedule: str | None = Field(default=None, pattern=r"^(rate|cron)\(.+\)$",
                                          description="EventBridge `rate(...)` / `cron(...)` that retrains on the "
-                                                     "newest complete dataset version")
+                                                     "newest complete dataset version at every tick, also when no "
+                                                     "new version arrived (docs/trigger.md, Idempotency)")
     removal_policy: Literal["destroy", "retain"] = Field(
         description="`destroy`: buckets, key and repository are emptied and deleted with the stack; `retain`: "
                     "they survive it")
