@@ -75,6 +75,20 @@ def test_trigger_reserves_no_concurrency_unless_configured(any_app: SynthesizedA
     assert "ReservedConcurrentExecutions" not in properties
 
 
+def test_pipeline_outputs_name_the_trigger_function_and_the_topic(any_app: SynthesizedApp) -> None:
+    # Given the synthesized pipeline stack
+    template = any_app.stateless
+    [function_id] = [logical_id for logical_id, function in resources_of_type(template, "AWS::Lambda::Function").items()
+                     if function["Properties"].get("Handler") == "handler.lambda_handler"]
+    [topic_id] = resources_of_type(template, "AWS::SNS::Topic")
+    prefix = f"{any_app.config.project_prefix}-{any_app.config.env_name}"
+    # When its outputs are read / Then they give what `aws lambda invoke` and a subscriber need, exported by name
+    assert template["Outputs"] == {
+        "TriggerFunctionName": {"Value": {"Ref": function_id}, "Export": {"Name": f"{prefix}-TriggerFunctionName"}},
+        "NotificationTopicArn": {"Value": {"Ref": topic_id}, "Export": {"Name": f"{prefix}-NotificationTopicArn"}},
+    }
+
+
 def test_image_is_the_regions_pytorch_dlc_and_source_is_the_bundle_asset(dev_app: SynthesizedApp) -> None:
     environment = _environment(dev_app)
     config = dev_app.config
