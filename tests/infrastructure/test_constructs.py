@@ -40,6 +40,26 @@ def test_project_key_rotates() -> None:
                                             "DeletionPolicy": "Retain"})
 
 
+def test_project_key_lets_eventbridge_and_alarms_encrypt_for_the_topic() -> None:
+    # Given the project key, which encrypts the notification topic
+    stack = bare_stack()
+    ProjectKey(stack, "Key", project_prefix="ranker", removal_policy=RemovalPolicy.RETAIN)
+    [key] = Template.from_stack(stack).find_resources("AWS::KMS::Key").values()
+    # When its statements for the publishing services are read
+    by_service = {statement["Principal"]["Service"]: statement
+                  for statement in key["Properties"]["KeyPolicy"]["Statement"]
+                  if statement["Principal"].get("Service") in ("events.amazonaws.com", "cloudwatch.amazonaws.com")}
+    # Then both may encrypt messages for the topic. SNS does not support aws:SourceAccount / aws:SourceArn in the
+    # key policy for EventBridge-to-encrypted-topic delivery (such a condition drops every event), while
+    # CloudWatch's statement keeps the account condition; the topic policy scopes both to their sources.
+    assert {service: sorted(statement["Action"]) for service, statement in by_service.items()} == {
+        "events.amazonaws.com": ["kms:Decrypt", "kms:GenerateDataKey*"],
+        "cloudwatch.amazonaws.com": ["kms:Decrypt", "kms:GenerateDataKey*"]}
+    assert "Condition" not in by_service["events.amazonaws.com"]
+    assert by_service["cloudwatch.amazonaws.com"]["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+
+
 @pytest.mark.parametrize("with_key", [True, False])
 def test_buckets_are_versioned_private_encrypted_logged_and_expire_old_versions(with_key: bool) -> None:
     stack = bare_stack()
