@@ -67,7 +67,7 @@ def test_trigger_environment_is_exactly_the_contract(any_app: SynthesizedApp) ->
     assert environment["DEFAULT_INSTANCE_COUNT"] == str(config.instance_count)
 
 
-def test_trigger_reserves_no_concurrency_unless_configured(any_app: SynthesizedApp) -> None:
+def test_trigger_reserves_no_concurrency_by_default(any_app: SynthesizedApp) -> None:
     # Given cdk.json's environments as committed / When they are synthesized
     properties = trigger_function(any_app.stateless)["Properties"]
     # Then the trigger draws on the account's unreserved pool: Lambda keeps 100 of an account's concurrency
