@@ -13,8 +13,8 @@ from stacks.config import PipelineConfig
 from stacks.execution_role import SageMakerExecutionRole
 from stacks.lambda_bundle import stage_lambda_bundle
 from stacks.notifications import JobNotifications
-from stacks.source_bundle import TrainingSourceBundle
 from stacks.shared_resources import export_name, import_shared_resources
+from stacks.source_bundle import TrainingSourceBundle
 from stacks.stateful_stack import removal_policy_of
 from stacks.training_image import DlcImage
 from stacks.training_trigger import TrainingTrigger
