@@ -10,6 +10,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from stacks.notifications import allow_publishing
+
 
 class PipelineAlarms(Construct):
     """Failed training jobs and trigger events that ended in the dead-letter queue."""
@@ -39,5 +41,7 @@ class PipelineAlarms(Construct):
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        for alarm in (self.failed_jobs, self.dead_letters):
+        alarms = (self.failed_jobs, self.dead_letters)
+        for alarm in alarms:
             alarm.add_alarm_action(actions.SnsAction(topic))
+        allow_publishing(topic, service="cloudwatch.amazonaws.com", source_arns=[alarm.alarm_arn for alarm in alarms])

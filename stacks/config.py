@@ -122,12 +122,16 @@ class PipelineConfig(BaseModel):
                                            description="e-mail address subscribed to job notifications")
     retrain_schedule: str | None = Field(default=None, pattern=r"^(rate|cron)\(.+\)$",
                                          description="EventBridge `rate(...)` / `cron(...)` that retrains on the "
-                                                     "newest complete dataset version")
+                                                     "newest complete dataset version at every tick, also when no "
+                                                     "new version arrived (docs/trigger.md, Idempotency)")
     removal_policy: Literal["destroy", "retain"] = Field(
         description="`destroy`: buckets, key and repository are emptied and deleted with the stack; `retain`: "
                     "they survive it")
-    trigger_reserved_concurrency: int = Field(ge=1, le=100,
-                                              description="reserved concurrency of the trigger Lambda")
+    trigger_reserved_concurrency: int | None = Field(
+        default=None, ge=1, le=100,
+        description="opt-in reserved concurrency of the trigger Lambda (unset: none, it shares the account's "
+                    "unreserved pool); Lambda keeps 100 of an account's concurrency unreserved, so a reservation "
+                    "fails to deploy where the account's quota is low, as on new accounts")
     trigger_timeout_seconds: int = Field(ge=10, le=900, description="trigger Lambda timeout, in seconds")
     trigger_retry_attempts: int = Field(ge=0, le=2, description="Lambda's asynchronous retries of a failed "
                                                                 "trigger invocation before the dead-letter queue")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Stack
+from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
 from stacks.alarms import PipelineAlarms
@@ -13,7 +13,7 @@ from stacks.config import PipelineConfig
 from stacks.execution_role import SageMakerExecutionRole
 from stacks.lambda_bundle import stage_lambda_bundle
 from stacks.notifications import JobNotifications
-from stacks.shared_resources import import_shared_resources
+from stacks.shared_resources import export_name, import_shared_resources
 from stacks.source_bundle import TrainingSourceBundle
 from stacks.stateful_stack import removal_policy_of
 from stacks.training_image import DlcImage
@@ -65,3 +65,7 @@ class StatelessStack(Stack):
         )
         PipelineAlarms(self, "Alarms", job_failed_rule=notifications.job_failed_rule,
                        dead_letter_queue=trigger.dead_letter_queue, topic=notifications.topic)
+        # What `aws lambda invoke` and a subscriber need (README, Deploy), exported by name like the stateful stack's.
+        for attribute, value in (("TriggerFunctionName", trigger.function.function_name),
+                                 ("NotificationTopicArn", notifications.topic.topic_arn)):
+            CfnOutput(self, attribute, value=value, export_name=export_name(export_prefix, attribute))

@@ -44,7 +44,7 @@ class TrainingTrigger(Construct):
                  data_bucket: s3.IBucket, dataset_prefix: str, marker_names: tuple[str, ...],
                  project_prefix: str, execution_role: iam.IRole, topic: sns.ITopic, key: kms.IKey | None,
                  environment_key: kms.IKey,
-                 reserved_concurrency: int, timeout_seconds: int, retry_attempts: int, max_event_age_seconds: int,
+                 reserved_concurrency: int | None, timeout_seconds: int, retry_attempts: int, max_event_age_seconds: int,
                  log_retention_days: int, retrain_schedule: str | None, removal_policy: RemovalPolicy) -> None:
         super().__init__(scope, construct_id)
         self.dead_letter_queue = sqs.Queue(
@@ -86,6 +86,12 @@ class TrainingTrigger(Construct):
                      "Failed asynchronous invocations go to the on-failure destination (the encrypted SQS queue "
                      "above), which records the request, the error and the response; a DeadLetterConfig would "
                      "deliver the same events a second time.")
+        if reserved_concurrency is None:
+            skip_checkov(function_resource, "CKV_AWS_115",
+                         "Reserved concurrency is opt-in (trigger_reserved_concurrency): Lambda keeps 100 of an "
+                         "account's concurrency unreserved, so a reservation fails to deploy where the account's "
+                         "quota is low; each invocation starts at most one job per marker, and the cost ceilings "
+                         "bound every job.")
         skip_checkov(function_resource, "CKV_AWS_117",
                      "The trigger calls only AWS APIs (S3, SageMaker, SNS) and reaches no private network; a VPC "
                      "would need NAT or interface endpoints and add cost without reducing exposure.")

@@ -36,7 +36,7 @@ class SynthesizedApp:
 
 def feature_flags() -> dict[str, Any]:
     """cdk.json's feature flags: constructs behave in tests as in `cdk synth`."""
-    return {key: value for key, value in CDK_CONTEXT.items() if key.startswith("@aws-cdk/")}
+    return {key: value for key, value in CDK_CONTEXT.items() if key.startswith("@aws-cdk")}
 
 
 def bare_stack() -> Stack:

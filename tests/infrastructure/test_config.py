@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import tarfile
+from pathlib import Path
+
 import pytest
 from aws_cdk import App
 
@@ -85,6 +90,30 @@ def test_context_strings_from_the_command_line_override_cdk_json() -> None:
     assert config.marker_names == ("_DONE",)
     assert config.subnet_ids == ("subnet-0123456789abcdef0",)
     assert config.log_retention_days == CDK_CONTEXT["environments"]["prod"]["log_retention_days"]
+
+
+def test_reserved_concurrency_is_opt_in_from_the_command_line() -> None:
+    # Given cdk.json as committed, then with `-c trigger_reserved_concurrency=3`
+    defaults = {env_name: config_for(env_name).trigger_reserved_concurrency for env_name in CDK_CONTEXT["environments"]}
+    opted_in = config_from_context(App(context={**CDK_CONTEXT, "trigger_reserved_concurrency": "3"}))
+    # Then no environment reserves any by default, and the opt-in arrives typed
+    assert defaults == {"dev": None, "prod": None}
+    assert opted_in.trigger_reserved_concurrency == 3
+
+
+def _recommended_feature_flags() -> dict:
+    """The flags the installed aws-cdk-lib recommends for new projects: what `cdk init` writes into cdk.json."""
+    package_dir = Path(importlib.util.find_spec("aws_cdk").submodule_search_locations[0])
+    [library] = (package_dir / "_jsii").glob("aws-cdk-lib@*.jsii.tgz")
+    with tarfile.open(library) as archive:
+        return json.load(archive.extractfile("package/recommended-feature-flags.json"))
+
+
+def test_cdk_json_sets_every_feature_flag_cdk_init_writes_for_the_pinned_library() -> None:
+    # Given the pinned aws-cdk-lib's recommended flags
+    recommended = _recommended_feature_flags()
+    # When cdk.json's context is read / Then it sets each of them to the recommended value
+    assert {flag: CDK_CONTEXT.get(flag) for flag in recommended} == recommended
 
 
 def test_config_is_frozen() -> None:

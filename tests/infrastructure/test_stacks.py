@@ -67,6 +67,28 @@ def test_trigger_environment_is_exactly_the_contract(any_app: SynthesizedApp) ->
     assert environment["DEFAULT_INSTANCE_COUNT"] == str(config.instance_count)
 
 
+def test_trigger_reserves_no_concurrency_by_default(any_app: SynthesizedApp) -> None:
+    # Given cdk.json's environments as committed / When they are synthesized
+    properties = trigger_function(any_app.stateless)["Properties"]
+    # Then the trigger draws on the account's unreserved pool: Lambda keeps 100 of an account's concurrency
+    # unreserved, so any reservation fails to deploy where the account's quota is low (new accounts)
+    assert "ReservedConcurrentExecutions" not in properties
+
+
+def test_pipeline_outputs_name_the_trigger_function_and_the_topic(any_app: SynthesizedApp) -> None:
+    # Given the synthesized pipeline stack
+    template = any_app.stateless
+    [function_id] = [logical_id for logical_id, function in resources_of_type(template, "AWS::Lambda::Function").items()
+                     if function["Properties"].get("Handler") == "handler.lambda_handler"]
+    [topic_id] = resources_of_type(template, "AWS::SNS::Topic")
+    prefix = f"{any_app.config.project_prefix}-{any_app.config.env_name}"
+    # When its outputs are read / Then they give what `aws lambda invoke` and a subscriber need, exported by name
+    assert template["Outputs"] == {
+        "TriggerFunctionName": {"Value": {"Ref": function_id}, "Export": {"Name": f"{prefix}-TriggerFunctionName"}},
+        "NotificationTopicArn": {"Value": {"Ref": topic_id}, "Export": {"Name": f"{prefix}-NotificationTopicArn"}},
+    }
+
+
 def test_image_is_the_regions_pytorch_dlc_and_source_is_the_bundle_asset(dev_app: SynthesizedApp) -> None:
     environment = _environment(dev_app)
     config = dev_app.config

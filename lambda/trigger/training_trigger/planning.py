@@ -5,8 +5,9 @@ Precedence, lowest first: the stack's defaults, the dataset's manifest.json `tra
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Protocol
 
 from training_trigger.datasets import DatasetVersion
@@ -69,7 +70,7 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
                                           for name in found.channels}
     if found is not None:
         errors += channel_name_errors(found.channels, f"folders of {catalog.uri(found.dataset, found.version)}")
-    job_name = _job_name(request, found, settings)
+    job_name = _job_name(request, found, overrides, channels, settings)
     errors += job_name_errors(job_name, settings.job_name_prefix)
     if errors:
         raise InvalidInput(errors)
@@ -116,12 +117,36 @@ def _manifest_overrides(found: DatasetVersion | None, catalog: Catalog, settings
     return parse_overrides(training, where=where, settings=settings)
 
 
-def _job_name(request: TriggerRequest, found: DatasetVersion | None, settings: Settings) -> str:
+def _job_name(request: TriggerRequest, found: DatasetVersion | None, overrides: JobOverrides,
+              channels: Mapping[str, str], settings: Settings) -> str:
     if request.job_name:
         return request.job_name
     if request.source == "manual":
         return manual_job_name(settings.job_name_prefix, request.dataset)
-    return dataset_job_name(settings.job_name_prefix, found.dataset, found.version, found.marker_etag)
+    key = job_key(request, found, overrides, channels, settings)
+    return dataset_job_name(settings.job_name_prefix, found.dataset, found.version, key)
+
+
+def job_key(request: TriggerRequest, found: DatasetVersion, overrides: JobOverrides, channels: Mapping[str, str],
+            settings: Settings) -> str:
+    """What "the same job" is for dataset events and the schedule: equal keys give equal job names, and SageMaker
+    starts a name only once.
+
+    - the marker object: its version id in the versioned data bucket, so a marker written again is a new job even
+      with the same bytes (an ETag is no content hash under SSE-KMS, and always the same for an empty `_SUCCESS`);
+      its ETag only where the event carries no version (an unversioned bucket);
+    - for the schedule, the tick's time: every tick retrains, a redelivered tick does not;
+    - the effective job: its channels and the overrides after defaults, manifest and payload;
+    - the stack's trigger settings, among them the code bundle (its S3 key is the bundle's content hash) and the
+      image, so a redeploy with new training code or new defaults trains again.
+    """
+    return json.dumps({
+        "dataset": found.dataset, "version": found.version, "marker": found.marker_key,
+        "marker_version": request.marker_version_id or found.marker_etag,
+        "schedule_tick": request.scheduled_time,
+        "job": {"channels": dict(channels), **asdict(overrides)},
+        "stack": asdict(settings),
+    }, sort_keys=True)
 
 
 def _provenance_tags(request: TriggerRequest, found: DatasetVersion | None) -> dict[str, str]:

@@ -6,6 +6,7 @@ that is how "never calls CreateTrainingJob" is proven.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import io
 import json
@@ -115,6 +116,82 @@ def test_the_same_event_twice_is_reported_as_duplicate(s3_stub, sagemaker_stub, 
     assert (first["status"], second["status"]) == ("started", "duplicate")
     assert first["job_name"] == second["job_name"]
     assert '"DuplicateEvents"' in capsys.readouterr().out
+
+
+def _started_job_name(s3_stub, sagemaker_stub, event) -> str:
+    """The name of the job the marker event starts, with SageMaker accepting it."""
+    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+    sagemaker_stub.add_response("create_training_job", {"TrainingJobArn": "arn:aws:sagemaker:eu-west-1:"
+                                                        "123456789012:training-job/ranker-x"})
+    result = _invoke(event)
+    assert result["status"] == "started"
+    return result["job_name"]
+
+
+def _redeploy(monkeypatch, **changes: str) -> None:
+    from training_trigger.settings import load_settings
+
+    for name, value in changes.items():
+        monkeypatch.setenv(name, value)
+    load_settings.cache_clear()
+
+
+@pytest.mark.parametrize("changes", [
+    {"SOURCE_BUNDLE_URI": "s3://ranker-artifacts-example/code/77d0e4c5/sourcedir.tar.gz"},  # new training code
+    {"DEFAULT_HYPERPARAMETERS": json.dumps({"epochs": 20, "loss": "listnet"})},
+    {"DEFAULT_INSTANCE_COUNT": "2"},
+    {"TRAINING_IMAGE_URI": "763104351884.dkr.ecr.eu-west-1.amazonaws.com/pytorch-training:2.1.0-gpu-py310"},
+], ids=["training-code", "default-hyperparameters", "instance-count", "image"])
+def test_the_same_marker_after_a_redeploy_with_new_code_or_settings_starts_a_new_job(s3_stub, sagemaker_stub,
+                                                                                     monkeypatch, changes):
+    # Given the marker event started a job
+    event = load_event("s3_eventbridge_object_created.json")
+    before = _started_job_name(s3_stub, sagemaker_stub, event)
+    # When the stack is redeployed with new training code or new job settings and the event arrives again
+    _redeploy(monkeypatch, **changes)
+    after = _started_job_name(s3_stub, sagemaker_stub, event)
+    # Then it is another job, not a duplicate of the one that ran the old code or settings
+    assert before != after
+    assert after.startswith("ranker-web-search-2026-11-01-")
+
+
+def test_a_marker_written_again_with_the_same_bytes_starts_a_new_job(s3_stub, sagemaker_stub):
+    # Given the marker event started a job
+    event = load_event("s3_eventbridge_object_created.json")
+    first = _started_job_name(s3_stub, sagemaker_stub, event)
+    # When the same empty marker is uploaded again: same ETag, a new object version in the versioned bucket
+    rewritten = copy.deepcopy(event)
+    rewritten["detail"]["object"]["version-id"] = "Qs9_UVbwpVaDx5hBkCk0Fc3SCfzX1Luu"
+    second = _started_job_name(s3_stub, sagemaker_stub, rewritten)
+    # Then it asks for a new job
+    assert first != second
+
+
+def _newest_version_listing(s3_stub):
+    """The listings a schedule reads: one dataset, one version, then that version's root."""
+    s3_stub.add_response("list_objects_v2", {"CommonPrefixes": [{"Prefix": "datasets/web search/"}]},
+                         {"Bucket": DATA_BUCKET, "Prefix": "datasets/", "Delimiter": "/"})
+    s3_stub.add_response("list_objects_v2", {"CommonPrefixes": [{"Prefix": VERSION_ROOT}]},
+                         {"Bucket": DATA_BUCKET, "Prefix": "datasets/web search/", "Delimiter": "/"})
+    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+
+
+def test_the_retrain_schedule_retrains_on_every_tick_and_once_per_tick(s3_stub, sagemaker_stub):
+    # Given the newest complete version already trained, and two ticks of the schedule, the first delivered twice
+    tick = load_event("schedule.json")
+    next_tick = {**tick, "id": "0b2f6c1e-4d1a-4c55-8f0e-6a7d2e9c3b10", "time": "2026-11-09T03:00:00Z"}
+    names = []
+    for event in (tick, tick, next_tick):
+        _newest_version_listing(s3_stub)
+        sagemaker_stub.add_response("create_training_job", {"TrainingJobArn": "arn:aws:sagemaker:eu-west-1:"
+                                                            "123456789012:training-job/ranker-x"})
+        # When each is handled
+        result = _invoke(event)
+        names.append(result["job_name"])
+    # Then every tick retrains the newest version although no new version arrived, and a redelivered tick asks
+    # for the same job again (SageMaker refuses the name a second time)
+    assert names[0] == names[1] != names[2]
+    assert all(name.startswith("ranker-web-search-2026-11-01-") for name in names)
 
 
 @pytest.mark.parametrize("code", ["ThrottlingException", "ResourceLimitExceeded"])
