@@ -266,10 +266,13 @@ def build_parser(description: str = "") -> argparse.ArgumentParser:
 def flag_definitions() -> dict[str, Any]:
     """Every flag as JSON: its type and what it accepts, by its dashed name. The stack ships this to the trigger,
     which checks a job's hyperparameters against it before starting the job."""
+    flags = {}
+    for _, config_field in _flag_fields():
+        kind, rules = flag_type_name(config_field), allowed_of(config_field)
+        flags[flag_name(config_field.name).removeprefix("--")] = {
+            "type": kind, **rules.as_json(), **({"use": rules.describe(kind)} if rules != Allowed() else {})}
     return {
-        "flags": {flag_name(config_field.name).removeprefix("--"): {"type": flag_type_name(config_field),
-                                                                   **allowed_of(config_field).as_json()}
-                  for _, config_field in _flag_fields()},
+        "flags": flags,
         "true_texts": list(TRUE_TEXTS),
         "false_texts": list(FALSE_TEXTS),
     }

@@ -5,6 +5,7 @@ Precedence, lowest first: the stack's defaults, the dataset's manifest.json `tra
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -14,7 +15,9 @@ from training_trigger.errors import InvalidInput
 from training_trigger.events import TriggerRequest
 from training_trigger.job_names import dataset_job_name, job_name_errors, manual_job_name
 from training_trigger.limits import channel_name_errors
+from training_trigger.hyperparameter_flags import hyperparameter_flag_errors
 from training_trigger.overrides import (
+    OVERRIDE_FIELDS,
     TRIGGER_TAG_KEYS,
     HyperparameterValue,
     JobOverrides,
@@ -65,6 +68,9 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
     )
     overrides = defaults.then(_manifest_overrides(found, catalog, settings)).then(request.overrides)
     errors = check_hyperparameters(overrides.hyperparameters, "hyperparameters")
+    if overrides.entry_point in settings.checked_entry_points:
+        # After merging: the script that runs decides which flags exist, whichever layer named it.
+        errors += hyperparameter_flag_errors(overrides.hyperparameters, settings.training_flags, "hyperparameters")
     channels = dict(request.channels) or {name: catalog.uri(found.dataset, found.version, name)
                                           for name in found.channels}
     if found is not None:
@@ -105,7 +111,13 @@ def _dataset_version(request: TriggerRequest, catalog: Catalog) -> DatasetVersio
 def _manifest_overrides(found: DatasetVersion | None, catalog: Catalog, settings: Settings) -> JobOverrides:
     if found is None:
         return JobOverrides()
-    training = catalog.manifest(found).get(MANIFEST_OVERRIDES_KEY, {})
+    manifest = catalog.manifest(found)
+    misspelt = misspelt_overrides_keys(manifest)
+    if misspelt:
+        raise InvalidInput([f"{catalog.uri(found.dataset, found.version)}manifest.json {key} looks like a misspelt "
+                            f"{MANIFEST_OVERRIDES_KEY!r}: job settings go under {MANIFEST_OVERRIDES_KEY!r}; rename it, "
+                            f"or give free metadata a name unlike it" for key in misspelt])
+    training = manifest.get(MANIFEST_OVERRIDES_KEY, {})
     where = f"{catalog.uri(found.dataset, found.version)}manifest.json {MANIFEST_OVERRIDES_KEY}"
     if not isinstance(training, Mapping):
         raise InvalidInput([f"{where}={training!r} is not an object: e.g. {{\"instance_count\": 2}}"])
@@ -114,6 +126,14 @@ def _manifest_overrides(found: DatasetVersion | None, catalog: Catalog, settings
         raise InvalidInput([f"{where}.{name} is not an override: use one of "
                             f"{list(JobOverrides.__dataclass_fields__)}" for name in unknown])
     return parse_overrides(training, where=where, settings=settings)
+
+
+def misspelt_overrides_keys(manifest: Mapping[str, object]) -> list[str]:
+    """Top-level keys other than `training` that hold job settings: a name close to `training`, or an object
+    naming an override field. Other top-level keys are free metadata."""
+    return [key for key, value in manifest.items() if key != MANIFEST_OVERRIDES_KEY and (
+        difflib.get_close_matches(key.lower(), [MANIFEST_OVERRIDES_KEY], cutoff=0.8)
+        or (isinstance(value, Mapping) and any(name in OVERRIDE_FIELDS for name in value)))]
 
 
 def _job_name(request: TriggerRequest, found: DatasetVersion | None, settings: Settings) -> str:

@@ -19,7 +19,14 @@ from botocore.response import StreamingBody
 from botocore.stub import ANY
 
 import handler
-from trigger.sample_inputs import DATA_BUCKET, EVENTS_DIR, TOPIC_ARN, load_event, stack_environ
+from trigger.sample_inputs import (
+    DATA_BUCKET,
+    EVENTS_DIR,
+    TOPIC_ARN,
+    load_event,
+    stack_static_settings,
+    write_stack_settings,
+)
 
 # Ignored events and dry runs emit no metric, which Powertools warns about; that is the expected outcome here.
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
@@ -37,8 +44,8 @@ class LambdaContext:
 
 
 @pytest.fixture(autouse=True)
-def stack_environment(monkeypatch):
-    for name, value in stack_environ().items():
+def stack_environment(monkeypatch, tmp_path):
+    for name, value in write_stack_settings(tmp_path).items():
         monkeypatch.setenv(name, value)
     from training_trigger.settings import load_settings
 
@@ -144,7 +151,7 @@ def test_manifest_overrides_the_defaults(s3_stub, sagemaker_stub, sent_requests)
     assert sent["HyperParameters"]["sagemaker_torch_distributed_enabled"] == "true"
     assert sent["HyperParameters"]["loss"] == json.dumps(training["hyperparameters"]["loss"])
     assert sent["HyperParameters"]["epochs"] == json.dumps(training["hyperparameters"]["epochs"])
-    assert sent["HyperParameters"]["sagemaker_program"] == json.dumps(stack_environ()["DEFAULT_ENTRY_POINT"])
+    assert sent["HyperParameters"]["sagemaker_program"] == json.dumps(stack_static_settings()["default_entry_point"])
     assert {"Key": "export-run", "Value": training["tags"]["export-run"]} in sent["Tags"]
 
 
@@ -178,10 +185,10 @@ def test_a_manual_payload_asks_for_tensorboard_uploads(s3_stub, sagemaker_stub):
 
 @pytest.mark.parametrize(("payload_says", "uploads"), [(None, True), (False, False)])
 def test_the_stacks_tensorboard_setting_is_the_default_a_payload_overrides(payload_says, uploads, s3_stub,
-                                                                           sagemaker_stub, monkeypatch):
+                                                                           sagemaker_stub, monkeypatch, tmp_path):
     # Given a stack deployed with `tensorboard: true`
     from training_trigger.settings import load_settings
-    monkeypatch.setenv("TENSORBOARD", "true")
+    monkeypatch.setenv("STATIC_SETTINGS_FILE", write_stack_settings(tmp_path, tensorboard=True)["STATIC_SETTINGS_FILE"])
     load_settings.cache_clear()
     # When a manual payload that does not mention it, or turns it off, is invoked in dry run
     payload = load_event("manual_dataset.json")

@@ -84,7 +84,7 @@ def _sdk_request(settings, spec, *, framework_version: str) -> dict[str, Any]:
 )
 def test_each_distribution_mode_matches_the_sdk(distribution, framework_version, python_version, instance_type, count):
     # Given the same job for the SDK and for the trigger
-    settings = stack_settings(FRAMEWORK_VERSION=framework_version, PYTHON_VERSION=python_version)
+    settings = stack_settings(framework_version=framework_version, python_version=python_version)
     spec = job_spec(distribution=distribution, instance_type=instance_type, instance_count=count)
     # When both build the request
     sdk = _sdk_request(settings, spec, framework_version=framework_version)
@@ -100,10 +100,10 @@ def test_each_distribution_mode_matches_the_sdk(distribution, framework_version,
 
 def test_production_options_match_the_sdk():
     # Given spot, VPC, KMS (on an instance without local NVMe), isolation, encryption, retries, FastFile and TensorBoard
-    settings = stack_settings(USE_SPOT="true", MAX_WAIT_SECONDS="172800", SUBNET_IDS="subnet-0a1b,subnet-2c3d",
-                              SECURITY_GROUP_IDS="sg-0f1e", KMS_KEY_ARN="arn:aws:kms:eu-west-1:123456789012:key/1a2b",
-                              ENABLE_NETWORK_ISOLATION="true", ENABLE_INTER_CONTAINER_ENCRYPTION="true",
-                              JOB_RETRY_ATTEMPTS="3", INPUT_MODE="FastFile")
+    settings = stack_settings(use_spot=True, max_wait_seconds=172800, subnet_ids=["subnet-0a1b", "subnet-2c3d"],
+                              security_group_ids=["sg-0f1e"], KMS_KEY_ARN="arn:aws:kms:eu-west-1:123456789012:key/1a2b",
+                              enable_network_isolation=True, enable_inter_container_encryption=True,
+                              job_retry_attempts=3, input_mode="FastFile")
     spec = job_spec(distribution="torch_distributed", instance_type="ml.p3.8xlarge", instance_count=2, spot=True,
                     max_runtime=43200, tensorboard=True)
     # When both build the request
@@ -117,7 +117,7 @@ def test_production_options_match_the_sdk():
 
 
 def test_warm_pool_matches_the_sdk():
-    settings = stack_settings(KEEP_ALIVE_SECONDS="1800")
+    settings = stack_settings(keep_alive_seconds=1800)
     spec = job_spec()
     sdk = _sdk_request(settings, spec, framework_version="2.2.0")
     assert build_training_job_request(spec, settings)["ResourceConfig"] == sdk["ResourceConfig"]
