@@ -103,7 +103,7 @@ def parse_overrides(payload: Mapping[str, Any], where: str, settings: Settings) 
 
     def bundled_file(name: str) -> str | None:
         value = payload.get(name)
-        if value is not None and value not in settings.bundle_files:
+        if value is not None and (not isinstance(value, str) or value not in settings.bundle_files):
             scripts = sorted(path for path in settings.bundle_files if "/" not in path and path.endswith(".py"))
             errors.append(f"{where}.{name}={value!r} is not a file of the training code bundle: name a script "
                           f"inside source_dir by its path there, e.g. one of {scripts}")
