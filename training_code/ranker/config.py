@@ -257,9 +257,12 @@ def build_parser(description: str = "") -> argparse.ArgumentParser:
         group, docs = groups[section]
         name = config_field.name
         spellings = [flag_name(name)] + ([f"--{name}"] if "_" in name else [])
-        group.add_argument(*spellings, dest=f"{section}.{name}", type=_CONVERTERS[flag_type_name(config_field)],
-                           choices=allowed_of(config_field).choices or None, metavar=name.upper(),
-                           help=f"{docs.get(name, '')} (default: {_default_text(config_field)})")
+        kind, rules = flag_type_name(config_field), allowed_of(config_field)
+        # argparse lists choices itself; ranges and existing paths are said in the help text.
+        accepts = f" Takes {rules.describe(kind)}." if rules != Allowed() and not rules.choices else ""
+        group.add_argument(*spellings, dest=f"{section}.{name}", type=_CONVERTERS[kind],
+                           choices=rules.choices or None, metavar=name.upper(),
+                           help=f"{docs.get(name, '')}{accepts} (default: {_default_text(config_field)})")
     return parser
 
 
