@@ -18,9 +18,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from stacks.source_layout import SourceLayoutError, bundle_members, project_path
-from stacks.training_code_modules import ranker_module
+from stacks.training_code_modules import training_code_module
 
-profiles = ranker_module("container_profiles")
+profiles = training_code_module("sagemaker_distributed/container_profiles.py")
 
 # SageMaker's managed spot and warm pools cap a job at 28 days.
 _MAX_JOB_SECONDS = 28 * 24 * 3600

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-PROJECT_TRAINING_CODE = PROJECT_ROOT / "training_code"
 # Bytecode caches are machine-specific; the Dockerfile builds the custom image and is no input to a job.
 EXCLUDED_NAMES = frozenset({"__pycache__", ".pytest_cache", "Dockerfile", ".DS_Store"})
 EXCLUDED_SUFFIXES = (".pyc", ".pyo")

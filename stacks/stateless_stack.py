@@ -14,9 +14,9 @@ from stacks.config import PipelineConfig
 from stacks.execution_role import SageMakerExecutionRole
 from stacks.lambda_bundle import stage_lambda_bundle
 from stacks.notifications import JobNotifications
+from stacks.shared_resources import import_shared_resources
 from stacks.source_bundle import TrainingSourceBundle
 from stacks.source_layout import PROJECT_ROOT
-from stacks.shared_resources import import_shared_resources
 from stacks.stateful_stack import removal_policy_of
 from stacks.training_image import DlcImage
 from stacks.training_trigger import TrainingTrigger

@@ -17,8 +17,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from stacks.config import LOG_RETENTION_DAYS
 from stacks.compliance import acknowledge, acknowledge_wildcards, skip_checkov
+from stacks.config import LOG_RETENTION_DAYS
 
 HANDLER = "handler.lambda_handler"
 RUNTIME = lambda_.Runtime.PYTHON_3_14

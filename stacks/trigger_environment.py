@@ -13,8 +13,8 @@ from typing import Any
 
 from stacks.buckets import CHECKPOINT_PREFIX, MODEL_PREFIX
 from stacks.config import PipelineConfig
-from stacks.source_layout import PROJECT_TRAINING_CODE, project_path
-from stacks.training_code_modules import ranker_module
+from stacks.source_layout import project_path
+from stacks.training_code_modules import TRAINING_CODE_DIR, training_code_module
 
 POWERTOOLS_SERVICE_NAME = "training-trigger"
 STATIC_SETTINGS_FILE = "stack_settings.json"
@@ -26,7 +26,7 @@ def metric_definitions(config: PipelineConfig) -> list[dict[str, str]]:
     """The configured `MetricDefinitions`, else the project's training code's own."""
     if config.metric_definitions is not None:
         return [definition.model_dump() for definition in config.metric_definitions]
-    return ranker_module("log_format").metric_definitions()
+    return training_code_module("ranker/log_format.py").metric_definitions()
 
 
 def trigger_environment(config: PipelineConfig, *, data_bucket: str, artifacts_bucket: str, role_arn: str,
@@ -53,7 +53,7 @@ def trigger_environment(config: PipelineConfig, *, data_bucket: str, artifacts_b
 def trigger_static_settings(config: PipelineConfig, *, bundle_files: Iterable[str]) -> dict[str, Any]:
     """The settings file's object: the configuration as the trigger needs it, the bundle's file list, and the
     training code's flag definitions for the project's own entry points."""
-    runs_project_code = project_path(config.source_dir) == PROJECT_TRAINING_CODE
+    runs_project_code = project_path(config.source_dir) == TRAINING_CODE_DIR
     return {
         "dataset_prefix": config.dataset_prefix,
         "marker_names": list(config.marker_names),
@@ -85,5 +85,5 @@ def trigger_static_settings(config: PipelineConfig, *, bundle_files: Iterable[st
         "container_log_level": "20",
         "bundle_files": sorted(bundle_files),
         "checked_entry_points": list(RANKER_ENTRY_POINTS) if runs_project_code else [],
-        "training_flags": ranker_module("config").flag_definitions() if runs_project_code else {},
+        "training_flags": training_code_module("ranker/config.py").flag_definitions() if runs_project_code else {},
     }

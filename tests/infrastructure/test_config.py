@@ -7,6 +7,7 @@ from aws_cdk import App
 
 from app import config_from_context
 from stacks.config import ConfigError
+
 from .synthesis import CDK_CONTEXT, config_for
 
 

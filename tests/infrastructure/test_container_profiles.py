@@ -13,16 +13,16 @@ from typing import Any
 
 import pytest
 from sagemaker import fw_utils
-
-from ranker import container_profiles as profiles
-from stacks.config import ConfigError
-from stacks.lambda_bundle import stage_lambda_bundle
-from stacks.training_image import resolve_dlc_image
-from stacks.trigger_environment import trigger_environment, trigger_static_settings
+from sagemaker_distributed import container_profiles as profiles
 from training_trigger.planning import TrainingJobSpec
 from training_trigger.preflight import preflight_errors
 from training_trigger.request import build_training_job_request
 from training_trigger.settings import Settings, settings_from
+
+from stacks.config import ConfigError
+from stacks.lambda_bundle import stage_lambda_bundle
+from stacks.training_image import resolve_dlc_image
+from stacks.trigger_environment import trigger_environment, trigger_static_settings
 
 from .synthesis import PROJECT_ROOT, config_for, synthesize, synthesized_static_settings, trigger_function
 

@@ -134,7 +134,7 @@ def test_metric_definitions_capture_every_metric_a_real_training_run_prints(dev_
     # Given a tiny LETOR dataset and the synthesized MetricDefinitions
     definitions = synthesized_static_settings(dev_app)["metric_definitions"]
     data = tmp_path / "data"
-    subprocess.run([sys.executable, "-m", "ranker.synthetic", "--output", str(data), "--queries", "48",
+    subprocess.run([sys.executable, "-m", "ranker.data.synthetic", "--output", str(data), "--queries", "48",
                     "--docs-per-query", "8", "--features", "12"], env=script_env(), check=True, capture_output=True)
     # When the entry point trains one epoch with a test channel, as a job does
     result = run_script(script, ["--train", str(data), "--test", str(data), "--epochs", "1", *TINY_MODEL_FLAGS,

@@ -13,14 +13,14 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from ranker.data.synthetic import generate
+from ranker.model.export import load_scorer
 from sklearn.metrics import ndcg_score
 
 from local_mode.cli import main
 from local_mode.demo import DemoOptions, DemoResult, demo_manifest, run_demo_job
 from local_mode.pipeline import LocalPipeline
 from local_mode.s3_transfer import list_keys, split_s3_uri
-from ranker.export import load_scorer
-from ranker.synthetic import generate
 
 pytestmark = pytest.mark.slow
 

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from ranker.log_format import metric_definitions
 
 from local_mode.local_clients import LOCAL_REGION, local_account_id, local_client
 from local_mode.stack_resources import LocalStackResources
-from ranker.log_format import metric_definitions
 
 ASSET_HASH = "ab12"
 STATEFUL = {

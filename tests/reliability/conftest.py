@@ -21,6 +21,10 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "RankerTraining")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(PROJECT_ROOT / "tests" / "unit"))  # the trigger tests' stack environment and sample events
 
+from training_trigger import aws_clients  # noqa: E402
+from training_trigger.settings import load_settings  # noqa: E402
+from trigger.sample_inputs import stack_environ, write_stack_settings  # noqa: E402
+
 from local_mode.artifacts import tar_folder_contents  # noqa: E402
 from local_mode.bucket_events import object_created_event  # noqa: E402
 from local_mode.job_runner import RunnerSettings  # noqa: E402
@@ -33,8 +37,6 @@ from local_mode.local_clients import (  # noqa: E402
 from local_mode.moto_endpoint import MotoEndpoint  # noqa: E402
 from local_mode.sagemaker_endpoint import LocalSageMaker  # noqa: E402
 from local_mode.training_job_service import TrainingJobService  # noqa: E402
-from training_trigger import aws_clients  # noqa: E402
-from training_trigger.settings import load_settings  # noqa: E402
 from reliability.local_dataset import (  # noqa: E402
     ARTIFACTS_BUCKET,
     DATA_BUCKET,
@@ -42,7 +44,6 @@ from reliability.local_dataset import (  # noqa: E402
     SOURCE_BUNDLE_KEY,
     VERSION_ROOT,
 )
-from trigger.sample_inputs import stack_environ, write_stack_settings  # noqa: E402
 
 # The job the local SageMaker runs for a started trigger: the entry point only has to exist and exit 0.
 ENTRY_POINT_SOURCE = "print('reliability test job: started by the trigger')\n"

@@ -14,7 +14,6 @@ from typing import Any
 from urllib.parse import quote_plus
 
 from hypothesis import strategies as st
-
 from training_trigger.events import CHANNEL_NAMES, MANUAL_FIELDS
 from training_trigger.limits import (
     JAVA_LINE_TERMINATORS,
@@ -27,8 +26,9 @@ from training_trigger.limits import (
 )
 from training_trigger.overrides import TRIGGER_TAG_KEYS
 from training_trigger.settings import DISTRIBUTIONS
-from reliability.local_dataset import DATA_BUCKET, DATASET, MANIFEST_DATASET, MANIFEST_KEY, VERSION
 from trigger.sample_inputs import BUNDLE_FILES, load_event, stack_static_settings
+
+from reliability.local_dataset import DATA_BUCKET, DATASET, MANIFEST_DATASET, MANIFEST_KEY, VERSION
 
 GOOD_URI = f"s3://{DATA_BUCKET}/datasets/{DATASET}/{VERSION}/train/"
 S3_KEY_LIMIT = 1024  # bytes of UTF-8

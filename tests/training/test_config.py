@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from ranker.config import ConfigError, parse_config
 
 
@@ -44,8 +43,15 @@ def test_flags_override_the_environment(data_dir):
     assert (config.paths.model_dir, config.paths.checkpoint_dir) == (Path("here"), Path("ck"))
 
 
-def test_checkpoints_default_to_opt_ml_checkpoints(data_dir):
-    assert parse_config(["--train", str(data_dir)], env={}).paths.checkpoint_dir == Path("/opt/ml/checkpoints")
+def test_checkpoints_default_to_the_synced_folder_in_a_job_and_to_the_runs_own_folder_outside(data_dir):
+    # Given a SageMaker job (the toolkit sets SM_MODEL_DIR) / Then /opt/ml/checkpoints, which SageMaker syncs
+    train = ["--train", str(data_dir)]
+    in_job = parse_config(train, env={"SM_MODEL_DIR": "/opt/ml/model"})
+    assert in_job.paths.checkpoint_dir == Path("/opt/ml/checkpoints")
+    # Given no job / Then a folder under the run's own output folder, never one every run on the machine shares
+    assert parse_config(train, env={}).paths.checkpoint_dir == Path("output/checkpoints")
+    elsewhere = parse_config([*train, "--output-data-dir", "runs/b"], env={})
+    assert elsewhere.paths.checkpoint_dir == Path("runs/b/checkpoints")
 
 
 def test_tensorboard_logs_go_where_sagemakers_tensorboard_output_config_uploads_them(data_dir):

@@ -1,4 +1,4 @@
-"""The fast paths are chosen in one place (ranker.fast_paths) from what the torch offers: a torch with everything takes
+"""The fast paths are chosen in one place (ranker.gpu.fast_paths) from what the torch offers: a torch with everything takes
 them all on GPU, torch 2.2 (or a newer torch told to act as 2.2) takes the portable path and the line says why, and the
 portable path computes what the fast one does."""
 
@@ -9,12 +9,12 @@ import re
 
 import pytest
 import torch
-
-from ranker import engine, fast_paths
 from ranker.config import ModelConfig, PathSwitches, TrainConfig
-from ranker.fast_paths import TORCH_2_2, Capabilities, as_older, capabilities, choose
-from ranker.fused_linear import FusedLayers
-from ranker.model import RankingMLP
+from ranker.gpu import fast_paths
+from ranker.gpu.fast_paths import TORCH_2_2, Capabilities, as_older, capabilities, choose
+from ranker.gpu.fused_linear import FusedLayers
+from ranker.model.mlp import RankingMLP
+from ranker.training import engine
 
 EVERYTHING = Capabilities("torch 9.9", float32_output_gemm=True, device_bound_init=True)
 FAST_PATHS = ("fused_layers", "cuda_graph", "fused_data_parallel", "sharded_update")

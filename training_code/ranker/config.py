@@ -8,7 +8,8 @@ variables the training toolkit sets, so a plain run inside the container needs n
 What each field accepts beyond its type sits beside it (`Allowed`): `parse_config` refuses a bad value before any
 work with one line naming the flag, the value and what is allowed (`ConfigError`), and `flag_definitions()` hands
 the same rules to the stack, which ships them to the trigger so a job with a bad hyperparameter is never started.
-This module imports only the standard library: the CDK app loads it at synthesis.
+This module imports only the standard library and the stdlib-only sagemaker_distributed.paths: the CDK app loads it
+at synthesis.
 """
 
 from __future__ import annotations
@@ -23,12 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sagemaker_distributed import paths as sagemaker_paths
+
 TRUE_TEXTS = ("true", "1", "yes")
 FALSE_TEXTS = ("false", "0", "no")
 
 
 class ConfigError(ValueError):
-    """A flag or setting the run refuses; the message is one line naming the flag, the value and what is allowed."""
+    """A flag or channel the user must fix: one line naming the flag, the value and what is allowed, which the entry
+    points print without a traceback."""
 
 
 @dataclass(frozen=True)
@@ -117,15 +121,15 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class PathSwitches:
-    """Turn single fast paths off, so a benchmark can measure what each is worth (ranker.fast_paths decides where
+    """Turn single fast paths off, so a benchmark can measure what each is worth (ranker.gpu.fast_paths decides where
     each may run at all). Every default is the run's own path."""
 
     fused_layers: bool = True
-    """False: autocast's Linear + ReLU instead of ranker.fused_linear's bf16 layers."""
+    """False: autocast's Linear + ReLU instead of ranker.gpu.fused_linear's bf16 layers."""
     data_parallel: str = field(default="auto", metadata=allowed(choices=("auto", "ddp")))
     """`auto` (FusedDataParallel where it applies) or `ddp` (PyTorch's DDP everywhere)."""
     shard_optimizer: bool = True
-    """False: FusedDataParallel all-reduces and every rank runs the whole AdamW update (ranker.sharded_optimizer)."""
+    """False: FusedDataParallel all-reduces and every rank runs the whole AdamW update (ranker.gpu.sharded_optimizer)."""
     allreduce_dtype: str = field(default="fp32", metadata=allowed(choices=("fp32", "bf16")))
     """`bf16`: DDP with its bf16 compression hook (halves the bytes sent, adds cast kernels) instead of fp32."""
 
@@ -168,7 +172,7 @@ class TrainConfig:
     """Steps between checkpoints (0 disables periodic ones; SIGTERM still writes one)."""
     switches: PathSwitches = field(default_factory=PathSwitches, metadata={"flag": False})
     """The fast paths' switches, for the benchmarks' ablations (not flags: a run takes every fast path its torch and
-    hardware allow, ranker.fast_paths)."""
+    hardware allow, ranker.gpu.fast_paths)."""
 
 
 @dataclass(frozen=True)
@@ -177,8 +181,9 @@ class PathsConfig:
     """Where the trained model's artifacts go (SageMaker uploads it as model.tar.gz); `model` outside SageMaker."""
     output_data_dir: Path = Path("output")
     """Where plots go (uploaded as output.tar.gz); `output` outside SageMaker."""
-    checkpoint_dir: Path = Path("/opt/ml/checkpoints")
-    """Checkpoints to write and to resume from (SageMaker syncs this folder with S3 when checkpointing is on)."""
+    checkpoint_dir: Path = Path("output/checkpoints")
+    """Checkpoints to write and to resume from (SageMaker syncs this folder with S3 when checkpointing is on). A
+    checkpoint of another model or data shape is refused, never resumed."""
     tensorboard_dir: Path = Path("output/tensorboard")
     """Where train_lightning.py writes TensorBoard logs when tensorboard is installed (SageMaker uploads this folder
     while the job runs when the job has a TensorBoardOutputConfig with the same LocalPath)."""
@@ -285,7 +290,7 @@ def flag_definitions() -> dict[str, Any]:
 _ENVIRONMENT_DEFAULT_TEXT = {
     "train": "$SM_CHANNEL_TRAIN", "validation": "$SM_CHANNEL_VALIDATION", "test": "$SM_CHANNEL_TEST",
     "model_dir": "$SM_MODEL_DIR, else model", "output_data_dir": "$SM_OUTPUT_DATA_DIR, else output",
-    "checkpoint_dir": "$SAGEMAKER_BASE_DIR/checkpoints, SAGEMAKER_BASE_DIR defaulting to /opt/ml",
+    "checkpoint_dir": "in a SageMaker job /opt/ml/checkpoints (synced with S3), else OUTPUT_DATA_DIR/checkpoints",
     "tensorboard_dir": "$SM_OUTPUT_DIR/tensorboard (/opt/ml/output/tensorboard), else output/tensorboard",
 }
 
@@ -295,18 +300,15 @@ def _default_text(config_field: dataclasses.Field) -> str:
 
 
 def environment_defaults(env: Mapping[str, str]) -> dict[str, object]:
-    """Directories from SageMaker's environment, the way the training toolkit lays them out."""
-    base_dir = Path(env.get("SAGEMAKER_BASE_DIR", "/opt/ml"))
-    defaults: dict[str, object] = {"paths.checkpoint_dir": base_dir / "checkpoints"}
+    """Channels and directories from SageMaker's environment (sagemaker_distributed.paths); the checkpoint folder
+    follows the output data folder outside a job, so it is resolved after the flags (see parse_config)."""
+    defaults: dict[str, object] = {"paths.model_dir": sagemaker_paths.model_dir(env),
+                                   "paths.output_data_dir": sagemaker_paths.output_data_dir(env),
+                                   "paths.tensorboard_dir": sagemaker_paths.tensorboard_dir(env)}
     for channel in ("train", "validation", "test"):
-        if env.get(f"SM_CHANNEL_{channel.upper()}"):
-            defaults[f"data.{channel}"] = Path(env[f"SM_CHANNEL_{channel.upper()}"])
-    if env.get("SM_MODEL_DIR"):
-        defaults["paths.model_dir"] = Path(env["SM_MODEL_DIR"])
-    if env.get("SM_OUTPUT_DATA_DIR"):
-        defaults["paths.output_data_dir"] = Path(env["SM_OUTPUT_DATA_DIR"])
-    if env.get("SM_OUTPUT_DIR"):
-        defaults["paths.tensorboard_dir"] = Path(env["SM_OUTPUT_DIR"]) / "tensorboard"
+        folder = sagemaker_paths.channel(channel, env)
+        if folder is not None:
+            defaults[f"data.{channel}"] = folder
     return defaults
 
 
@@ -319,6 +321,7 @@ def parse_config(argv: Sequence[str], env: Mapping[str, str] = os.environ, descr
     if unknown:
         raise ConfigError(f"unknown flag(s) {unknown}: remove them or use one of the flags listed by --help")
     values = {**environment_defaults(env), **vars(namespace)}
+    values.setdefault("paths.checkpoint_dir", sagemaker_paths.checkpoint_dir(env, values["paths.output_data_dir"]))
     sections: dict[str, dict[str, object]] = {"model": {}, "data": {}, "train": {}, "paths": {}}
     for key, value in values.items():
         section, name = key.split(".", 1)

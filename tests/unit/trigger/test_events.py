@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from training_trigger.errors import InvalidInput
 from training_trigger.events import Ignored, TriggerRequest, parse_event
+
 from trigger.sample_inputs import load_event
 
 

@@ -10,7 +10,6 @@ import json
 import pytest
 from botocore.response import StreamingBody
 from botocore.stub import ANY
-
 from training_trigger.errors import InvalidInput
 from training_trigger.events import parse_event
 from training_trigger.limits import MAX_TAGS, service_limit_errors
@@ -19,6 +18,7 @@ from training_trigger.preflight import preflight_errors
 from training_trigger.request import build_training_job_request
 from training_trigger.service import handle_event
 from training_trigger.settings import SettingsError
+
 from trigger.sample_inputs import DATA_BUCKET, TOPIC_ARN, job_spec, load_event, stack_settings, stack_static_settings
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")

@@ -10,15 +10,15 @@ import datetime as dt
 import io
 import json
 import re
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 
+import handler
 import pytest
 from botocore.exceptions import ClientError
 from botocore.response import StreamingBody
 from botocore.stub import ANY
 
-import handler
 from trigger.sample_inputs import (
     DATA_BUCKET,
     EVENTS_DIR,

@@ -6,7 +6,6 @@ import datetime as dt
 
 from hypothesis import given
 from hypothesis import strategies as st
-
 from training_trigger.job_names import (
     JOB_NAME_PATTERN,
     MAX_LENGTH,

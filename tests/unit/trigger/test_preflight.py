@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
 from training_trigger.preflight import preflight_errors, service_model_errors
 from training_trigger.request import build_training_job_request
+
 from trigger.sample_inputs import job_spec, stack_settings
 
 

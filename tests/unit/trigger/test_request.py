@@ -6,9 +6,9 @@ import json
 import re
 
 import pytest
-
 from ranker.log_format import format_metrics, parse_metrics
 from training_trigger.request import build_training_job_request
+
 from trigger.sample_inputs import job_spec, stack_settings
 
 

@@ -24,10 +24,10 @@ sagemaker = pytest.importorskip("sagemaker", reason="the SageMaker Python SDK v2
 from sagemaker.debugger import TensorBoardOutputConfig  # noqa: E402
 from sagemaker.inputs import TrainingInput  # noqa: E402
 from sagemaker.pytorch import PyTorch  # noqa: E402
-
 from stacks.source_bundle import pack_members  # noqa: E402
 from stacks.source_layout import bundle_members  # noqa: E402
 from training_trigger.request import build_training_job_request  # noqa: E402
+
 from trigger.sample_inputs import job_spec, stack_settings  # noqa: E402
 
 # Importing the SDK alone takes seconds.

@@ -7,9 +7,9 @@ import dataclasses
 import json
 
 import pytest
+from training_trigger.settings import SettingsError, settings_from_environ
 
 from trigger.sample_inputs import STATIC_SETTINGS_NAME, stack_environ, stack_settings, write_stack_settings
-from training_trigger.settings import SettingsError, settings_from_environ
 
 
 def test_environment_and_settings_file_parse_into_typed_settings(tmp_path):
