@@ -28,8 +28,9 @@ from local_mode.training_job import TERMINAL_STATUSES
 from local_mode.training_job_service import TrainingJobService
 from local_mode.trigger_invocation import invoke_trigger
 
-# The one environment variable that tells the trigger function apart from the stacks' other functions.
-TRIGGER_MARKER_VARIABLE = "JOB_NAME_PREFIX"
+# The one environment variable that tells the trigger function apart from the stacks' other functions: the name of
+# the settings file in its bundle.
+TRIGGER_MARKER_VARIABLE = "STATIC_SETTINGS_FILE"
 POLL_SECONDS = 0.5
 
 
@@ -98,6 +99,12 @@ class LocalPipeline:
         assert self.trigger, "enter the LocalPipeline first"
         return self.trigger.environment
 
+    @property
+    def static_settings(self) -> dict[str, Any]:
+        """The settings file synthesis wrote into the trigger's bundle (the name its environment gives)."""
+        assert self.trigger, "enter the LocalPipeline first"
+        return json.loads((self.trigger.code_dir / self.environment["STATIC_SETTINGS_FILE"]).read_text())
+
     def upload_dataset(self, folder: Path, *, dataset: str, version: str, manifest: dict[str, Any],
                        channel: str = "train") -> str:
         """Upload `folder`'s files as `channel` of the dataset version, then its manifest.json marker (last, as a
@@ -114,7 +121,7 @@ class LocalPipeline:
         return key
 
     def version_root(self, dataset: str, version: str) -> str:
-        return f"{self.environment['DATASET_PREFIX']}{dataset}/{version}/"
+        return f"{self.static_settings['dataset_prefix']}{dataset}/{version}/"
 
     def deliver(self, marker_key: str) -> dict[str, Any]:
         """EventBridge delivers the marker's `Object Created` event to the trigger; returns the handler's result."""

@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from stacks.source_layout import SourceLayoutError, bundle_members, project_path
 from stacks.training_code_modules import training_code_module
 
 profiles = training_code_module("sagemaker_distributed/container_profiles.py")
@@ -30,6 +32,15 @@ _BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 
 class ConfigError(ValueError):
     """A configuration value that synthesis refuses; the message names key, value and what is allowed."""
+
+
+class MetricDefinition(BaseModel):
+    """One metric SageMaker reads from a job's log lines: the first group of `Regex` is its value."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    Name: str = Field(min_length=1, max_length=255)
+    Regex: str = Field(min_length=1, max_length=500)
 
 
 class PipelineConfig(BaseModel):
@@ -51,7 +62,26 @@ class PipelineConfig(BaseModel):
     marker_names: tuple[str, ...] = Field(min_length=1,
                                           description="file names that mark a dataset version complete, at the "
                                                       "version root (`-c marker_names=a,b`)")
-    entry_point: Literal["train_lightning.py", "train_ddp.py"] = Field(description="default training script")
+    source_dir: str = Field(
+        default="training_code", min_length=1,
+        description="the training code: the folder packed as each job's `sourcedir.tar.gz` (SageMaker's "
+                    "`source_dir`; its `requirements.txt` is installed before launch), relative to the project root "
+                    "or absolute")
+    entry_point: str = Field(
+        min_length=1,
+        description="default training script: the path of a file inside `source_dir` (`train.py`, "
+                    "`scripts/train.py`); a manifest.json or manual payload may name another file of the bundle")
+    dependencies: tuple[str, ...] = Field(
+        default=("training_code/sagemaker_distributed",),
+        description="extra folders packed at the archive root beside `source_dir`'s contents, each under its own "
+                    "folder name, as SageMaker SDK v2's `PyTorch(dependencies=[...])` does (relative to the project "
+                    "root or absolute; `-c dependencies=a,b`); one that already sits at that place inside "
+                    "`source_dir` is packed once")
+    metric_definitions: tuple[MetricDefinition, ...] | None = Field(
+        default=None, max_length=40,
+        description="the jobs' `MetricDefinitions`, a JSON list of `{\"Name\": ..., \"Regex\": ...}` (at most 40; "
+                    "JSON with `-c`); unset: the metrics the project's training code prints "
+                    "(training_code/ranker/log_format.py)")
     distribution: str = Field(
         description="default SageMaker distribution: `torch_distributed` (torchrun), `pytorchddp` / `smdistributed` "
                     "(SMDDP: the AWS DLC up to PyTorch 2.2.0 only) or `none` (one process per host)")
@@ -180,9 +210,14 @@ class PipelineConfig(BaseModel):
     def _split_ids(cls, value: Any) -> Any:
         return _split_csv(value)
 
-    @field_validator("default_hyperparameters", mode="before")
+    @field_validator("dependencies", mode="before")
     @classmethod
-    def _parse_json_object(cls, value: Any) -> Any:
+    def _split_dependencies(cls, value: Any) -> Any:
+        return _split_csv(value)
+
+    @field_validator("default_hyperparameters", "metric_definitions", mode="before")
+    @classmethod
+    def _parse_json(cls, value: Any) -> Any:
         """`-c default_hyperparameters='{"epochs": 3}'` arrives as a JSON string."""
         return json.loads(value) if isinstance(value, str) else value
 
@@ -250,6 +285,24 @@ class PipelineConfig(BaseModel):
         if container_errors:
             raise ValueError("; ".join(container_errors))
         return self
+
+    @model_validator(mode="after")
+    def _training_code_layout(self) -> PipelineConfig:
+        try:
+            members = self.source_members()
+        except SourceLayoutError as error:
+            raise ValueError(str(error)) from None
+        if self.entry_point not in members:
+            scripts = [name for name in members if "/" not in name and name.endswith((".py", ".sh"))]
+            raise ValueError(f"entry_point={self.entry_point!r} is not a file of source_dir={self.source_dir!r} "
+                             f"({project_path(self.source_dir)}): give the path of the training script inside "
+                             f"source_dir, e.g. -c entry_point=train.py; scripts at its top: {scripts}")
+        return self
+
+    def source_members(self) -> dict[str, Path]:
+        """The job bundle's files by archive name: `source_dir`'s contents plus `dependencies`."""
+        return bundle_members(project_path(self.source_dir),
+                              tuple(project_path(dependency) for dependency in self.dependencies))
 
     @property
     def uses_vpc(self) -> bool:

@@ -66,3 +66,17 @@ def trigger_function(template: dict[str, Any]) -> dict[str, Any]:
                  if resource["Properties"].get("Handler") == "handler.lambda_handler"]
     assert len(functions) == 1, f"expected one function with handler.lambda_handler, found {len(functions)}"
     return functions[0]
+
+
+def trigger_asset_dir(app: SynthesizedApp) -> Path:
+    """The trigger's staged asset folder in cdk.out, found by the function's code key."""
+    asset_hash = trigger_function(app.stateless)["Properties"]["Code"]["S3Key"].removesuffix(".zip")
+    asset_dir = app.out_dir / f"asset.{asset_hash}"
+    assert asset_dir.is_dir(), f"the function's asset folder {asset_dir} is missing from cdk.out"
+    return asset_dir
+
+
+def synthesized_static_settings(app: SynthesizedApp) -> dict[str, Any]:
+    """The settings file the synthesized function's environment names, read from its asset folder."""
+    environment = trigger_function(app.stateless)["Properties"]["Environment"]["Variables"]
+    return json.loads((trigger_asset_dir(app) / environment["STATIC_SETTINGS_FILE"]).read_text())

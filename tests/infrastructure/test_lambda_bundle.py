@@ -13,18 +13,10 @@ import pytest
 
 from stacks.lambda_bundle import LambdaBundleError, stage_lambda_bundle
 
-from .synthesis import SynthesizedApp, trigger_function
+from .synthesis import SynthesizedApp, trigger_asset_dir
 
 # What the AWS Lambda Python runtime ships besides the standard library.
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
-
-
-def _function_asset_dir(app: SynthesizedApp) -> Path:
-    function = trigger_function(app.stateless)
-    asset_hash = function["Properties"]["Code"]["S3Key"].removesuffix(".zip")
-    asset_dir = app.out_dir / f"asset.{asset_hash}"
-    assert asset_dir.is_dir(), f"the function's asset folder {asset_dir} is missing from cdk.out"
-    return asset_dir
 
 
 def _runtime_site_packages(tmp_path: Path) -> Path:
@@ -42,7 +34,7 @@ def _runtime_site_packages(tmp_path: Path) -> Path:
 @pytest.mark.slow
 def test_handler_imports_with_only_the_bundle_and_the_runtime(dev_app: SynthesizedApp, tmp_path: Path) -> None:
     # Given the synthesized function's asset folder and the runtime's own packages
-    asset_dir = _function_asset_dir(dev_app)
+    asset_dir = trigger_asset_dir(dev_app)
     runtime = _runtime_site_packages(tmp_path)
     probe = textwrap.dedent(f"""
         import importlib.util, json, sys
@@ -61,7 +53,7 @@ def test_handler_imports_with_only_the_bundle_and_the_runtime(dev_app: Synthesiz
 
 
 def test_bundle_carries_the_pinned_powertools(dev_app: SynthesizedApp) -> None:
-    asset_dir = _function_asset_dir(dev_app)
+    asset_dir = trigger_asset_dir(dev_app)
     version = metadata.version("aws-lambda-powertools")
     assert (asset_dir / "aws_lambda_powertools").is_dir()
     assert (asset_dir / f"aws_lambda_powertools-{version}.dist-info").is_dir()

@@ -42,7 +42,7 @@ def completed_job(demo_pipeline: LocalPipeline, letor_data: Path,
 
 def assert_completed_demo(result: DemoResult, pipeline: LocalPipeline) -> None:
     assert result.status == "Completed", result.failure_reason
-    assert result.job_name.startswith(pipeline.environment["JOB_NAME_PREFIX"] + "-")
+    assert result.job_name.startswith(pipeline.static_settings["job_name_prefix"] + "-")
     assert result.model_artifact == (f"{pipeline.environment['OUTPUT_S3_URI']}{result.job_name}/output/model.tar.gz")
     assert result.ndcg_at_10 is not None and 0 < result.ndcg_at_10 <= 1
     assert result.plots and all(plot.read_bytes().startswith(b"\x89PNG") for plot in result.plots)

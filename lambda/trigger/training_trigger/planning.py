@@ -5,6 +5,7 @@ Precedence, lowest first: the stack's defaults, the dataset's manifest.json `tra
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
@@ -15,7 +16,9 @@ from training_trigger.errors import InvalidInput
 from training_trigger.events import TriggerRequest
 from training_trigger.job_names import dataset_job_name, job_name_errors, manual_job_name
 from training_trigger.limits import channel_name_errors
+from training_trigger.hyperparameter_flags import hyperparameter_flag_errors
 from training_trigger.overrides import (
+    OVERRIDE_FIELDS,
     TRIGGER_TAG_KEYS,
     HyperparameterValue,
     JobOverrides,
@@ -66,6 +69,9 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
     )
     overrides = defaults.then(_manifest_overrides(found, catalog, settings)).then(request.overrides)
     errors = check_hyperparameters(overrides.hyperparameters, "hyperparameters")
+    if overrides.entry_point in settings.checked_entry_points:
+        # After merging: the script that runs decides which flags exist, whichever layer named it.
+        errors += hyperparameter_flag_errors(overrides.hyperparameters, settings.training_flags, "hyperparameters")
     channels = dict(request.channels) or {name: catalog.uri(found.dataset, found.version, name)
                                           for name in found.channels}
     if found is not None:
@@ -106,7 +112,13 @@ def _dataset_version(request: TriggerRequest, catalog: Catalog) -> DatasetVersio
 def _manifest_overrides(found: DatasetVersion | None, catalog: Catalog, settings: Settings) -> JobOverrides:
     if found is None:
         return JobOverrides()
-    training = catalog.manifest(found).get(MANIFEST_OVERRIDES_KEY, {})
+    manifest = catalog.manifest(found)
+    misspelt = misspelt_overrides_keys(manifest)
+    if misspelt:
+        raise InvalidInput([f"{catalog.uri(found.dataset, found.version)}manifest.json {key} looks like a misspelt "
+                            f"{MANIFEST_OVERRIDES_KEY!r}: job settings go under {MANIFEST_OVERRIDES_KEY!r}; rename it, "
+                            f"or give free metadata a name unlike it" for key in misspelt])
+    training = manifest.get(MANIFEST_OVERRIDES_KEY, {})
     where = f"{catalog.uri(found.dataset, found.version)}manifest.json {MANIFEST_OVERRIDES_KEY}"
     if not isinstance(training, Mapping):
         raise InvalidInput([f"{where}={training!r} is not an object: e.g. {{\"instance_count\": 2}}"])
@@ -115,6 +127,14 @@ def _manifest_overrides(found: DatasetVersion | None, catalog: Catalog, settings
         raise InvalidInput([f"{where}.{name} is not an override: use one of "
                             f"{list(JobOverrides.__dataclass_fields__)}" for name in unknown])
     return parse_overrides(training, where=where, settings=settings)
+
+
+def misspelt_overrides_keys(manifest: Mapping[str, object]) -> list[str]:
+    """Top-level keys other than `training` that hold job settings: a name close to `training`, or an object
+    naming an override field. Other top-level keys are free metadata."""
+    return [key for key, value in manifest.items() if key != MANIFEST_OVERRIDES_KEY and (
+        difflib.get_close_matches(key.lower(), [MANIFEST_OVERRIDES_KEY], cutoff=0.8)
+        or (isinstance(value, Mapping) and any(name in OVERRIDE_FIELDS for name in value)))]
 
 
 def _job_name(request: TriggerRequest, found: DatasetVersion | None, overrides: JobOverrides,
@@ -146,7 +166,12 @@ def job_key(request: TriggerRequest, found: DatasetVersion, overrides: JobOverri
         "schedule_tick": request.scheduled_time,
         "job": {"channels": dict(channels), **asdict(overrides)},
         "stack": asdict(settings),
-    }, sort_keys=True)
+    }, sort_keys=True, default=_json_value)
+
+
+def _json_value(value: object) -> object:
+    """The settings' sets (the bundle's files) and read-only mappings, as JSON can hold them."""
+    return sorted(value) if isinstance(value, (set, frozenset)) else dict(value)
 
 
 def _provenance_tags(request: TriggerRequest, found: DatasetVersion | None) -> dict[str, str]:

@@ -147,7 +147,7 @@ def test_manual_channels_payload(settings):
         ({"channels": {"eval": "s3://b/e/"}}, "channels.eval is not a channel"),
         ({"dataset": "../etc"}, "dataset='../etc' is not a dataset path segment"),
         ({"dataset": "news", "distribution": "horovod"}, "payload.distribution='horovod' is not one of"),
-        ({"dataset": "news", "entry_point": "train.sh"}, "payload.entry_point='train.sh' is not one of"),
+        ({"dataset": "news", "entry_point": "train.sh"}, "payload.entry_point='train.sh' is not a file of the training code bundle: name a script inside source_dir"),
         ({"dataset": "news", "instance_count": 0}, "payload.instance_count=0 is not a positive whole number"),
         ({"dataset": "news", "instance_count": True}, "payload.instance_count=True is not a positive"),
         ({"dataset": "news", "instance_type": "p4d.24xlarge"}, "is not a SageMaker instance type"),
