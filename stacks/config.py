@@ -68,7 +68,6 @@ class PipelineConfig(BaseModel):
                     "`source_dir`; its `requirements.txt` is installed before launch), relative to the project root "
                     "or absolute")
     entry_point: str = Field(
-        min_length=1,
         description="default training script: the path of a file inside `source_dir` (`train.py`, "
                     "`scripts/train.py`); a manifest.json or manual payload may name another file of the bundle")
     dependencies: tuple[str, ...] = Field(
