@@ -231,6 +231,9 @@ def settings_from(environ: Mapping[str, str], static: Mapping[str, Any], static_
         checked_entry_points=read.strings("checked_entry_points"),
         training_flags=read.mapping("training_flags"),
     )
+    if settings.checked_entry_points and not {"flags", "true_texts", "false_texts"} <= set(settings.training_flags):
+        errors.append(f"{static_name}: checked_entry_points={list(settings.checked_entry_points)} without the "
+                      f"training code's flag definitions in training_flags: synthesize and deploy the stack again")
     if bool(settings.subnet_ids) != bool(settings.security_group_ids):
         errors.append(f"{static_name}: subnet_ids and security_group_ids must be both set (VPC) or both empty "
                       f"(no VPC)")
