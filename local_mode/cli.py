@@ -17,14 +17,24 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
     parser = argparse.ArgumentParser(prog="python -m local_mode", description=__doc__)
     parser.add_argument("--queries", type=int, default=defaults.queries, help="synthetic dataset size in queries")
     parser.add_argument("--epochs", type=int, default=defaults.epochs, help="training epochs (manifest override)")
-    parser.add_argument("--entry-point", choices=ENTRY_POINTS, default=defaults.entry_point)
+    parser.add_argument("--entry-point", default=defaults.entry_point,
+                        help=f"the script to run: one of {', '.join(ENTRY_POINTS)}, or with --source-dir any script "
+                             "inside that folder")
+    parser.add_argument("--source-dir", type=Path, default=None,
+                        help="a folder of your own training code to bundle instead of training_code/ (the "
+                             "sagemaker_distributed package is bundled beside it); see docs/bring-your-own.md")
+    parser.add_argument("--hyperparameter", action="append", default=[], metavar="NAME=VALUE",
+                        help="passed to the script as --NAME VALUE (repeatable)")
+    parser.add_argument("--metric-definitions", default=None, metavar="JSON",
+                        help='the job\'s MetricDefinitions, e.g. \'[{"Name": "loss", "Regex": "loss=([0-9.]+)"}]\'')
     parser.add_argument("--distribution", choices=profiles.DISTRIBUTIONS, default=defaults.distribution)
     parser.add_argument("--instance-count", type=int, default=defaults.instance_count,
                         help="local hosts (algo-1 .. algo-N)")
     parser.add_argument("--processes-per-host", type=int, default=defaults.processes_per_host,
                         help="CPU ranks per local host (GPUs per instance in the cloud)")
     parser.add_argument("--data", type=Path, default=None,
-                        help="a folder of LETOR files to upload instead of generated data")
+                        help="a folder to upload instead of generated data: its files as the train channel, or its train/, "
+                             "validation/ and test/ subfolders as those channels")
     parser.add_argument("--work-dir", type=Path, default=defaults.work_dir,
                         help="where runs leave their data, job folders and outputs")
     parser.add_argument("--framework-version", choices=profiles.supported_versions(), default=None,
@@ -39,12 +49,24 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
     for name in ("queries", "epochs", "instance_count", "processes_per_host"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)}: use 1 or more")
+    if args.source_dir is None and args.entry_point not in ENTRY_POINTS:
+        parser.error(f"--entry-point {args.entry_point}: use one of {list(ENTRY_POINTS)}, or name your own folder "
+                     "with --source-dir")
+    if args.source_dir is not None and not (args.source_dir / args.entry_point).is_file():
+        parser.error(f"--entry-point {args.entry_point}: no such file in --source-dir {args.source_dir}")
+    hyperparameters = []
+    for item in args.hyperparameter:
+        name, separator, value = item.partition("=")
+        if not separator or not name:
+            parser.error(f"--hyperparameter {item!r}: write NAME=VALUE")
+        hyperparameters.append((name, value))
     if args.data and not args.data.is_dir():
         parser.error(f"--data {args.data}: not a folder; give a folder holding rank.train (+ rank.train.query)")
     return DemoOptions(queries=args.queries, epochs=args.epochs, entry_point=args.entry_point,
                        distribution=args.distribution, instance_count=args.instance_count,
                        processes_per_host=args.processes_per_host, data=args.data,
-                       work_dir=args.work_dir, framework_version=args.framework_version)
+                       work_dir=args.work_dir, framework_version=args.framework_version, source_dir=args.source_dir,
+                       hyperparameters=tuple(hyperparameters), metric_definitions=args.metric_definitions)
 
 
 def render_summary(result: DemoResult) -> str:
@@ -53,6 +75,8 @@ def render_summary(result: DemoResult) -> str:
              f"duration:  {result.duration_seconds:.1f} s", f"NDCG@10:   {ndcg}",
              f"artifact:  {result.model_artifact or '-'}",
              f"plot:      {', '.join(str(path) for path in result.plots) or '-'}"]
+    if result.metrics:
+        lines.append("metrics:   " + " ".join(f"{name}={value:g}" for name, value in sorted(result.metrics.items())))
     if result.failure_reason:
         lines.append(f"reason:    {result.failure_reason}")
     return "\n".join(lines)

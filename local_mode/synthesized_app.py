@@ -2,7 +2,7 @@
 
 Local mode runs the app command from cdk.json with the CLI's two inputs (CDK_OUTDIR, CDK_CONTEXT_JSON from
 cdk.json's context); the assembly is reused while app.py, cdk.json, stacks/, lambda/ and training_code/ are
-unchanged, since synthesis (with its Lambda and source bundles) is the slowest step of a demo. Assemblies are kept
+unchanged (and a `source_dir` of the user's own), since synthesis (with its Lambda and source bundles) is the slowest step of a demo. Assemblies are kept
 under a folder named by that source fingerprint and appear there complete (synthesized aside, then renamed), so
 the demo and test sessions running at the same time share them safely. `-c key=value` context (the demo's
 `--framework-version`) is part of the fingerprint.
@@ -31,12 +31,13 @@ _STALE_AFTER_SECONDS = 3600
 
 def _source_fingerprint(context: Mapping[str, str]) -> str:
     digest = hashlib.sha256(json.dumps(dict(context), sort_keys=True).encode())
-    for name in APP_INPUTS:
-        root = PROJECT_ROOT / name
+    # A source folder of the user's own (`-c source_dir=...`) is bundled too: its files count like the app's.
+    own_code = [Path(context["source_dir"])] if context.get("source_dir") else []
+    for root in [PROJECT_ROOT / name for name in APP_INPUTS] + own_code:
         files = [root] if root.is_file() else sorted(path for path in root.rglob("*") if path.is_file()
                                                       and "__pycache__" not in path.parts)
         for path in files:
-            digest.update(path.relative_to(PROJECT_ROOT).as_posix().encode())
+            digest.update(path.relative_to(root.parent).as_posix().encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
 

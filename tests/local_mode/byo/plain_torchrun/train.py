@@ -1,0 +1,27 @@
+"""A DDP script that knows nothing of this pipeline: torchrun's variables, env:// rendezvous, gloo, a model saved
+where SageMaker packs model.tar.gz. Under `torch_distributed` it needs no change at all."""
+
+import argparse
+import os
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--steps", type=int, default=5)
+args = parser.parse_args()
+
+dist.init_process_group("gloo")
+torch.manual_seed(dist.get_rank())
+model = DistributedDataParallel(torch.nn.Linear(4, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(args.steps):
+    loss = model(torch.randn(8, 4)).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+if dist.get_rank() == 0:
+    print(f"world_size={dist.get_world_size()} steps={args.steps}", flush=True)
+    torch.save(model.module.state_dict(), os.path.join(os.environ["SM_MODEL_DIR"], "model.pt"))
+dist.destroy_process_group()

@@ -1,0 +1,106 @@
+"""Scripts not written for this pipeline, through the whole of it in local mode: a stock Lightning module and a DDP
+script in the shape of PyTorch's tutorial, each changed only as docs/bring-your-own.md says, and a script that does
+not import sagemaker_distributed at all. Each runs as a 2-host x 2-rank job from the stack synthesized with
+`-c source_dir=... -c entry_point=...`, and leaves its model in model.tar.gz."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from local_mode.demo import DemoOptions, DemoResult, bring_your_own_context, run_demo_job
+from local_mode.moto_endpoint import MotoEndpoint
+from local_mode.pipeline import LocalPipeline
+from local_mode.s3_transfer import split_s3_uri
+from local_mode.synthesized_app import PROJECT_ROOT
+
+pytestmark = pytest.mark.slow
+
+EXAMPLES = PROJECT_ROOT / "examples"
+LIGHTNING = DemoOptions(source_dir=EXAMPLES / "lightning-boring-model", entry_point="train.py",
+                        hyperparameters=(("epochs", "2"),), instance_count=2)
+EPOCH_METRIC = json.dumps([{"Name": "epoch", "Regex": r"Epoch ([0-9]+) \|"}])
+TUTORIAL = DemoOptions(source_dir=EXAMPLES / "ddp-torchrun", entry_point="multigpu_torchrun.py",
+                       hyperparameters=(("total-epochs", "3"),), metric_definitions=EPOCH_METRIC, instance_count=2)
+PLAIN = DemoOptions(source_dir=Path(__file__).parent / "byo" / "plain_torchrun", entry_point="train.py",
+                    instance_count=2)
+
+
+def pipeline_for(options: DemoOptions, moto: MotoEndpoint, jobs_dir: Path) -> LocalPipeline:
+    # The PyTorch 2.2.0 container's rules allow every distribution; local hosts run this Python whatever it is.
+    return LocalPipeline(jobs_dir=jobs_dir, processes_per_host=2, stop_grace_seconds=10, moto=moto,
+                         context={"framework_version": "2.2.0", **bring_your_own_context(options)})
+
+
+@pytest.fixture(scope="module")
+def lightning_pipeline(moto, tmp_path_factory) -> Iterator[LocalPipeline]:
+    with pipeline_for(LIGHTNING, moto, tmp_path_factory.mktemp("lightning-jobs")) as pipeline:
+        yield pipeline
+
+
+@pytest.fixture(scope="module")
+def tutorial_pipeline(moto, tmp_path_factory) -> Iterator[LocalPipeline]:
+    with pipeline_for(TUTORIAL, moto, tmp_path_factory.mktemp("tutorial-jobs")) as pipeline:
+        yield pipeline
+
+
+def run(pipeline: LocalPipeline, options: DemoOptions, distribution: str, data: Path, work_dir: Path) -> DemoResult:
+    return run_demo_job(pipeline, dataclasses.replace(options, distribution=distribution, work_dir=work_dir), data)
+
+
+def model_members(s3: Any, artifact: str) -> list[str]:
+    bucket, key = split_s3_uri(artifact)
+    with tarfile.open(fileobj=io.BytesIO(s3.get_object(Bucket=bucket, Key=key)["Body"].read())) as tar:
+        return tar.getnames()
+
+
+def host_logs(pipeline: LocalPipeline, result: DemoResult) -> str:
+    job_dir = pipeline.jobs_dir / result.job_name
+    return "\n".join(path.read_text() for path in sorted(job_dir.glob("algo-*/training.log")))
+
+
+@pytest.mark.parametrize("distribution", ["torch_distributed", "pytorchddp", "smdistributed"])
+def test_a_stock_lightning_module_trains_on_two_hosts_of_two_ranks(distribution, lightning_pipeline, letor_data,
+                                                                    tmp_path):
+    # Given Lightning's BoringModel with the one-argument strategy, bundled from its own folder
+    # When its dataset version lands and the trigger starts a 2-host job of this distribution (2 ranks per host)
+    result = run(lightning_pipeline, LIGHTNING, distribution, letor_data, tmp_path)
+
+    # Then it trained to completion as one world of four and left its model
+    assert result.status == "Completed", result.failure_reason
+    assert "model.pt" in model_members(lightning_pipeline.s3, result.model_artifact)
+    logs = host_logs(lightning_pipeline, result)
+    # BoringModel: 64 samples in batches of one, split four ways -> 16 steps per epoch, 2 epochs
+    assert "epochs=2 steps=32" in logs
+
+
+@pytest.mark.parametrize("distribution", ["torch_distributed", "pytorchddp"])
+def test_a_tutorial_shaped_ddp_script_trains_and_reports_its_own_metric(distribution, tutorial_pipeline, letor_data,
+                                                                       tmp_path):
+    # Given the DDP tutorial's shape with the one call, and metric definitions that read its own log lines
+    result = run(tutorial_pipeline, TUTORIAL, distribution, letor_data, tmp_path)
+
+    # Then every rank of both hosts trained, and SageMaker's metric reading found the last epoch
+    assert result.status == "Completed", result.failure_reason
+    assert "model.pt" in model_members(tutorial_pipeline.s3, result.model_artifact)
+    logs = host_logs(tutorial_pipeline, result)
+    assert all(f"[rank {rank}] Epoch 2 |" in logs for rank in range(4))
+    assert result.metrics == {"epoch": 2.0}
+
+
+def test_a_script_that_does_not_import_the_package_runs_under_torch_distributed(moto, letor_data, tmp_path):
+    # Given a plain torch.distributed script (env:// rendezvous, gloo), bundled with nothing changed
+    with pipeline_for(PLAIN, moto, tmp_path / "jobs") as pipeline:
+        result = run(pipeline, PLAIN, "torch_distributed", letor_data, tmp_path)
+
+        # Then torchrun's variables were enough: one world of four, and the model in model.tar.gz
+        assert result.status == "Completed", result.failure_reason
+        assert "world_size=4 steps=5" in host_logs(pipeline, result)
+        assert "model.pt" in model_members(pipeline.s3, result.model_artifact)
