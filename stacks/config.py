@@ -104,7 +104,9 @@ class PipelineConfig(BaseModel):
     default_hyperparameters: dict[str, str | int | float | bool] = Field(
         default_factory=dict,
         description="hyperparameters sent with every job, under the manifest's and a manual payload's (no "
-                    "`sagemaker_*` keys; JSON with `-c`); the flags are listed in docs/training.md")
+                    "`sagemaker_*` keys; JSON with `-c`); none by default, so the entry point's own defaults hold "
+                    "(the ranker's flags are listed in docs/training.md) and a script of your own gets no "
+                    "flags it does not define")
     image_source: Literal["dlc", "custom"] = Field(
         description="`dlc`: the AWS PyTorch DLC, resolved offline at synthesis; `custom`: the project's ECR image")
     custom_image_tag: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$",
