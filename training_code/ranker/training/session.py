@@ -163,4 +163,4 @@ def write_artifacts(config: RunConfig, model_config: ModelConfig, model: torch.n
     """Weights, config, serving export and metrics.json into the model folder, plots into the output folder (call on
     rank 0 only): what every entry point leaves behind."""
     export.save_model(config.paths.model_dir, model, model_config, config.data.log1p, final_metrics)
-    plots.plot_curves(history, config.paths.output_data_dir)
+    plots.plot_curves(history, config.paths.output_data_dir, final_metrics)
