@@ -18,14 +18,22 @@ EXPORTED_PROGRAM = "model.pt2"
 _EXAMPLE_DOCUMENTS = 3
 
 
-def save_exported_program(model_dir: Path) -> Path:
-    """Exports the scorer saved in `model_dir` for any number of documents: `[documents, features] -> [documents]`."""
+def save_exported_program(model_dir: Path) -> Path | None:
+    """Exports the scorer saved in `model_dir` for any number of documents: `[documents, features] -> [documents]`.
+
+    A model the running torch cannot export (torch.export's coverage grows with each release) gets no `model.pt2`
+    and a log line saying why, rather than failing a finished job: the weights, TorchScript and handler serve it."""
     model_dir = Path(model_dir)
     scorer = export.load_scorer(model_dir)
     example = torch.zeros(_EXAMPLE_DOCUMENTS, _input_width(model_dir))
     documents = torch.export.Dim("documents")
-    with torch.no_grad():
-        program = torch.export.export(scorer, (example,), dynamic_shapes=({0: documents},))
+    try:
+        with torch.no_grad():
+            program = torch.export.export(scorer, (example,), dynamic_shapes=({0: documents},))
+    except Exception as error:  # whatever tracing fails on, the outcome is the same: no portable file
+        print(f"{EXPORTED_PROGRAM} not written: torch {torch.__version__} cannot export this model "
+              f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})", flush=True)
+        return None
     path = model_dir / EXPORTED_PROGRAM
     torch.export.save(program, path)
     return path
