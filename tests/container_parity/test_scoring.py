@@ -4,6 +4,7 @@ handler (loaded as the serving toolkit loads it) and torch.export's loader all s
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 
@@ -45,6 +46,22 @@ def test_the_handler_serves_like_the_scoring_command(job_in_container, tmp_path)
     data_file = job.test_dir / "rank.train"
     expected = command_scores(job.model_tar, data_file, tmp_path, python)
     assert_serves_like_the_command(serve(job.model_tar, tmp_path, requests_for(data_file), python), expected)
+
+
+@pytest.fixture(scope="module")
+def job_in_project_env(tmp_path_factory) -> TrainedJob:
+    """A job trained with the project's newer torch, for serving in an older container."""
+    return train_short_job(tmp_path_factory.mktemp("job-project-env"), sys.executable)
+
+
+def test_the_handler_serves_a_model_another_torch_trained(profile_env, job_in_project_env, tmp_path):
+    # Given a model trained with the project's torch, scored by the command there
+    _, env = profile_env
+    data_file = job_in_project_env.test_dir / "rank.train"
+    expected = command_scores(job_in_project_env.model_tar, data_file, tmp_path)
+    # Then the container's torch serves it with the same scores: the handler rebuilds the scorer from the weights
+    answer = serve(job_in_project_env.model_tar, tmp_path, requests_for(data_file), str(env.python))
+    assert_serves_like_the_command(answer, expected)
 
 
 def test_the_exported_program_scores_like_the_trained_model(job_in_container):
