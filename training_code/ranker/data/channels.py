@@ -43,7 +43,7 @@ def load_channel(path: Path, num_features: int | None = None, local_ranks: int =
         loaded = shards.read_all(path, num_features)
         _log_ingest(path, loaded, started, text_bytes=0)
         return loaded
-    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if is_letor_file(p)) if path.is_dir() else []
+    files = letor_files(path)
     if not files:
         raise ValueError(f"channel {path}: no LETOR text files or binary shards found; point the channel at a folder "
                          "holding rank.train (+ rank.train.query) or the output of ranker.data.convert")
@@ -51,6 +51,15 @@ def load_channel(path: Path, num_features: int | None = None, local_ranks: int =
         if local_ranks > 1 else _read_letor_files(files, num_features)
     _log_ingest(path, loaded, started, text_bytes=sum(file.stat().st_size for file in files))
     return loaded
+
+
+def letor_files(path: Path) -> list[Path]:
+    """`path` itself when it is a file, else the LETOR text files in the folder (sorted by name); empty when there
+    are none."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.iterdir() if is_letor_file(p)) if path.is_dir() else []
 
 
 def _read_letor_files(files: list[Path], num_features: int | None) -> RankingData:
@@ -89,7 +98,23 @@ def is_letor_file(path: Path) -> bool:
 
 
 def read_letor_file(path: Path, num_features: int | None = None) -> RankingData:
-    """One LETOR/SVMlight text file; feature index 1 is column 0. Errors name the file and line.
+    """One LETOR/SVMlight text file as whole queries; feature index 1 is column 0. Errors name the file and line."""
+    path = Path(path)
+    rows = read_letor_rows(path, num_features)
+    grouping = query_grouping(path, rows)
+    if grouping is None:
+        group_file = path.with_name(path.name + ".query")
+        raise ValueError(f"{path}: no qid column and no group file {group_file.name}; add `qid:` to each row "
+                         f"or write {group_file} with one query size per line")
+    order, offsets = grouping
+    labels = rows.labels.astype(np.float32)
+    if order is None:  # rows already in query order: no copy of the features
+        return RankingData(rows.features, labels, offsets)
+    return RankingData(rows.features[order], labels[order], offsets)
+
+
+def read_letor_rows(path: Path, num_features: int | None = None) -> letor_parser.ParsedRows:
+    """One LETOR/SVMlight text file's rows in file order, whether or not they say which query they belong to.
 
     The rows are those scikit-learn's svmlight reader gives (the vectorised ranker.data.letor_parser reads them, and
     hands any file it cannot vouch for to scikit-learn, which then also words the error)."""
@@ -100,18 +125,19 @@ def read_letor_file(path: Path, num_features: int | None = None) -> RankingData:
     if rows.features.shape[0] == 0:
         raise ValueError(f"{path}: no rows; the channel file is empty")
     _refuse_cut_off_last_row(path)
-    group_file = path.with_name(path.name + ".query")
+    return rows
+
+
+def query_grouping(path: Path, rows: letor_parser.ParsedRows) -> tuple[np.ndarray | None, np.ndarray] | None:
+    """How `path`'s rows form queries: the row order that puts each query's rows together (None when they already
+    are) and the query offsets in that order, from the `qid:` column or the group file beside the data file; None
+    when the file says neither."""
+    group_file = Path(path).with_name(Path(path).name + ".query")
     if rows.qids is not None and rows.qids.any():
-        order, offsets = _groups_from_qids(rows.qids)
-    elif group_file.is_file():
-        order, offsets = None, _groups_from_file(group_file, len(rows.labels))
-    else:
-        raise ValueError(f"{path}: no qid column and no group file {group_file.name}; add `qid:` to each row "
-                         f"or write {group_file} with one query size per line")
-    labels = rows.labels.astype(np.float32)
-    if order is None:  # rows already in query order: no copy of the features
-        return RankingData(rows.features, labels, offsets)
-    return RankingData(rows.features[order], labels[order], offsets)
+        return _groups_from_qids(rows.qids)
+    if group_file.is_file():
+        return None, _groups_from_file(group_file, len(rows.labels))
+    return None
 
 
 def _parse_fast(path: Path, num_features: int | None) -> letor_parser.ParsedRows | None:

@@ -3,6 +3,9 @@
 - `model.safetensors`: the weights; `model_config.json`: the architecture and input preprocessing;
 - `model.pt`: a TorchScript export (preprocessing included) that serves without this package;
 - `metrics.json`: final `train_loss`, `val_ndcg@k` and, with a test channel, `test_ndcg@k`.
+
+Beside them the training session writes `model.pt2` (ranker.model.portable) and the inference handler's `code/`
+(ranker.serving.package); docs/scoring.md says how each is used.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import matplotlib
@@ -9,26 +10,50 @@ import matplotlib
 matplotlib.use("Agg")  # training hosts have no display
 import matplotlib.pyplot as plt  # noqa: E402
 
+Curve = tuple[str, list[float], list[float]]
+FIGURES = (("loss.png", ("train_loss", "val_loss"), "loss"), ("ndcg.png", ("val_ndcg@",), "NDCG"))
+_CUTOFF = re.compile(r"^(.*@)(\d+)$")
 
-def plot_curves(history: list[dict[str, float]], folder: Path) -> list[Path]:
-    """`loss.png` (train and validation loss) and `ndcg.png` (validation NDCG@k) against the step."""
+
+def plot_curves(history: list[dict[str, float]], folder: Path,
+                final_metrics: dict[str, float] | None = None) -> list[Path]:
+    """`loss.png` (train and validation loss) and `ndcg.png` (validation NDCG@k) against the step, the final
+    evaluation (`metrics.json`'s values) included as the last point."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for filename, prefix, ylabel in (("loss.png", ("train_loss", "val_loss"), "loss"),
-                                     ("ndcg.png", ("val_ndcg@",), "NDCG")):
-        names = sorted({name for row in history for name in row if name.startswith(prefix)})
+    for filename, prefixes, ylabel in FIGURES:
         figure, axes = plt.subplots(figsize=(6, 4))
-        for name in names:
-            points = [(row["step"], row[name]) for row in history if name in row]
-            marker = "." if len(points) < 50 else None
-            axes.plot([p[0] for p in points], [p[1] for p in points], label=name, marker=marker)
+        plotted = curves(history, prefixes, final_metrics)
+        for name, steps, values in plotted:
+            axes.plot(steps, values, label=name, marker="." if len(steps) < 50 else None)
         axes.set_xlabel("step")
         axes.set_ylabel(ylabel)
-        if names:
+        if plotted:
             axes.legend()
         figure.tight_layout()
         figure.savefig(folder / filename, dpi=100)
         plt.close(figure)
         written.append(folder / filename)
     return written
+
+
+def curves(history: list[dict[str, float]], prefixes: tuple[str, ...],
+           final_metrics: dict[str, float] | None = None) -> list[Curve]:
+    """`(name, steps, values)` of each metric starting with one of `prefixes`, in legend order (`@k` cutoffs in
+    numeric order: 1, 3, 5, 10). The final metrics are measured after the last step, which no history line holds
+    for the validation metrics: they become that step's point."""
+    rows = list(history)
+    if final_metrics and rows:
+        rows.append({**final_metrics, "step": max(row["step"] for row in rows)})
+    names = sorted({name for row in rows for name in row if name.startswith(prefixes)}, key=_legend_order)
+    plotted = []
+    for name in names:
+        points = {row["step"]: row[name] for row in rows if name in row}  # a step measured twice keeps the later
+        plotted.append((name, list(points), list(points.values())))
+    return plotted
+
+
+def _legend_order(name: str) -> tuple[str, int]:
+    match = _CUTOFF.match(name)
+    return (match.group(1), int(match.group(2))) if match else (name, 0)

@@ -21,8 +21,9 @@ from ranker.data import shards
 from ranker.data.batches import DeviceQueries, EpochBatches, QueryBatches
 from ranker.data.streaming import StreamingBatches
 from ranker.gpu import fast_paths
-from ranker.model import export
+from ranker.model import export, portable
 from ranker.model.metrics import ndcg_means
+from ranker.serving import package as serving_package
 from ranker.training import engine, plots
 from ranker.training.checkpoint import seed_everything
 
@@ -160,7 +161,9 @@ def finish_session(session: Session, model: torch.nn.Module, final_metrics: dict
 
 def write_artifacts(config: RunConfig, model_config: ModelConfig, model: torch.nn.Module,
                     history: list[dict[str, float]], final_metrics: dict[str, float]) -> None:
-    """Weights, config, serving export and metrics.json into the model folder, plots into the output folder (call on
-    rank 0 only): what every entry point leaves behind."""
+    """Weights, config, serving exports, the inference handler and metrics.json into the model folder, plots into
+    the output folder (call on rank 0 only): what every entry point leaves behind."""
     export.save_model(config.paths.model_dir, model, model_config, config.data.log1p, final_metrics)
-    plots.plot_curves(history, config.paths.output_data_dir)
+    portable.save_exported_program(config.paths.model_dir)
+    serving_package.write_serving_code(config.paths.model_dir)
+    plots.plot_curves(history, config.paths.output_data_dir, final_metrics)

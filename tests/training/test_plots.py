@@ -1,0 +1,39 @@
+"""The curves the plots draw: every evaluation, the final one included, with NDCG cutoffs in numeric order."""
+
+from __future__ import annotations
+
+from ranker.training.plots import curves, plot_curves
+
+# What a run's history holds (ranker.native.bookkeeping): training lines every few steps, validation at epoch ends;
+# the final evaluation goes to metrics.json, not to the history.
+HISTORY = [
+    {"epoch": 0, "step": 4, "train_loss": 1.9, "learning_rate": 1e-3},
+    {"epoch": 1, "step": 8, "train_loss": 1.7, "learning_rate": 9e-4},
+    {"epoch": 1, "step": 8, "val_loss": 1.8, "val_ndcg@1": 0.31, "val_ndcg@3": 0.35, "val_ndcg@5": 0.38,
+     "val_ndcg@10": 0.41},
+    {"epoch": 2, "step": 12, "train_loss": 1.5, "learning_rate": 0.0},
+]
+FINAL = {"train_loss": 1.5, "val_loss": 1.6, "val_ndcg@1": 0.36, "val_ndcg@3": 0.4, "val_ndcg@5": 0.43,
+         "val_ndcg@10": 0.47, "test_ndcg@10": 0.45}
+
+
+def test_ndcg_curves_are_in_numeric_cutoff_order_and_end_with_the_final_evaluation():
+    # When the NDCG curves are built from the history and the final metrics
+    plotted = curves(HISTORY, ("val_ndcg@",), FINAL)
+    # Then the legend reads 1, 3, 5, 10 (not 1, 10, 3, 5) and each curve has the epoch-end and the final point
+    assert [name for name, _, _ in plotted] == ["val_ndcg@1", "val_ndcg@3", "val_ndcg@5", "val_ndcg@10"]
+    name, steps, values = plotted[-1]
+    assert steps == [8, 12]
+    assert values == [0.41, 0.47]
+
+
+def test_loss_curves_get_the_final_validation_loss_at_the_last_step():
+    plotted = dict((name, (steps, values)) for name, steps, values in curves(HISTORY, ("train_loss", "val_loss"), FINAL))
+    assert plotted["val_loss"] == ([8, 12], [1.8, 1.6])
+    assert plotted["train_loss"] == ([4, 8, 12], [1.9, 1.7, 1.5])
+
+
+def test_both_figures_are_written(tmp_path):
+    written = plot_curves(HISTORY, tmp_path, FINAL)
+    assert [path.name for path in written] == ["loss.png", "ndcg.png"]
+    assert all(path.read_bytes().startswith(b"\x89PNG") for path in written)
