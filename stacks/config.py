@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from stacks.model_metrics import THRESHOLD_METRICS
 from stacks.training_code_modules import ranker_module
 
 profiles = ranker_module("container_profiles")
@@ -30,6 +31,22 @@ _BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 
 class ConfigError(ValueError):
     """A configuration value that synthesis refuses; the message names key, value and what is allowed."""
+
+
+class RegistrationThreshold(BaseModel):
+    """The least a model must score on one metric to be registered."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    metric: str
+    minimum: float = Field(allow_inf_nan=False)
+
+    @field_validator("metric")
+    @classmethod
+    def _higher_is_better(cls, metric: str) -> str:
+        if metric not in THRESHOLD_METRICS:
+            raise ValueError(f"{metric!r} is not a metric a minimum applies to: use one of {list(THRESHOLD_METRICS)}")
+        return metric
 
 
 class PipelineConfig(BaseModel):
@@ -134,6 +151,13 @@ class PipelineConfig(BaseModel):
     trigger_max_event_age_seconds: int = Field(ge=60, le=21600,
                                                description="age in seconds after which an undelivered event goes "
                                                            "to the dead-letter queue")
+    registration_threshold: RegistrationThreshold | None = Field(
+        default=None,
+        description="register a completed job's model only when its final `metric` (a `val_ndcg@k` or "
+                    "`test_ndcg@k`) is at least `minimum`, e.g. `{\"metric\": \"test_ndcg@10\", \"minimum\": "
+                    "0.7}` (JSON with `-c`); a model below it, or without that metric, is not registered and the "
+                    "notification says why; unset: every completed job's model is registered "
+                    "(docs/model-registry.md)")
     log_retention_days: int = Field(description="trigger log retention in days, one of the periods CloudWatch "
                                                 "Logs allows")
     noncurrent_version_expiration_days: int = Field(ge=1, le=3650,
@@ -176,10 +200,10 @@ class PipelineConfig(BaseModel):
     def _split_ids(cls, value: Any) -> Any:
         return _split_csv(value)
 
-    @field_validator("default_hyperparameters", mode="before")
+    @field_validator("default_hyperparameters", "registration_threshold", mode="before")
     @classmethod
     def _parse_json_object(cls, value: Any) -> Any:
-        """`-c default_hyperparameters='{"epochs": 3}'` arrives as a JSON string."""
+        """`-c default_hyperparameters='{"epochs": 3}'` (or any object-valued key) arrives as a JSON string."""
         return json.loads(value) if isinstance(value, str) else value
 
     @field_validator("marker_names")

@@ -1,4 +1,5 @@
-"""Everything that can be replaced at will: roles, the trigger Lambda and its queue, rules, topic, alarms."""
+"""Everything that can be replaced at will: roles, the trigger and registrar Lambdas and their queues, rules, topic,
+alarms."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from stacks.alarms import PipelineAlarms
 from stacks.config import PipelineConfig
 from stacks.execution_role import SageMakerExecutionRole
 from stacks.lambda_bundle import stage_lambda_bundle
+from stacks.model_registration import ModelRegistration
 from stacks.notifications import JobNotifications
 from stacks.source_bundle import TrainingSourceBundle
 from stacks.shared_resources import import_shared_resources
@@ -61,6 +63,14 @@ class StatelessStack(Stack):
             timeout_seconds=config.trigger_timeout_seconds, retry_attempts=config.trigger_retry_attempts,
             max_event_age_seconds=config.trigger_max_event_age_seconds,
             log_retention_days=config.log_retention_days, retrain_schedule=config.retrain_schedule,
+            removal_policy=removal_policy_of(config),
+        )
+        ModelRegistration(
+            self, "ModelRegistration",
+            asset_dir=stage_lambda_bundle(PROJECT_ROOT / "lambda" / "registrar", build_dir / "lambda-registrar"),
+            project_prefix=config.project_prefix, threshold=config.registration_threshold,
+            artifacts_bucket=stateful.artifacts_bucket, topic=notifications.topic, key=data_key,
+            environment_key=stateful.key, log_retention_days=config.log_retention_days,
             removal_policy=removal_policy_of(config),
         )
         PipelineAlarms(self, "Alarms", job_failed_rule=notifications.job_failed_rule,

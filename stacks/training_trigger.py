@@ -59,7 +59,7 @@ class TrainingTrigger(Construct):
                     "a dead-letter queue, and the alarm on its depth pages the team.")
         self.log_group = logs.LogGroup(
             self, "LogGroup",
-            retention=_retention(log_retention_days),
+            retention=log_retention(log_retention_days),
             encryption_key=key,
             removal_policy=removal_policy,
         )
@@ -148,6 +148,6 @@ class TrainingTrigger(Construct):
         )
 
 
-def _retention(days: int) -> logs.RetentionDays:
+def log_retention(days: int) -> logs.RetentionDays:
     # RetentionDays lists CloudWatch's allowed periods in ascending order, as LOG_RETENTION_DAYS does (then INFINITE).
     return dict(zip(LOG_RETENTION_DAYS, logs.RetentionDays))[days]

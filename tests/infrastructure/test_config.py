@@ -49,6 +49,11 @@ def test_cdk_json_defaults_are_valid_for_every_named_environment() -> None:
     ({"distribution": "torch_distributed", "instance_type": "ml.c5.xlarge"}, ["instance_type", "ml.c5.xlarge", "GPU"]),
     ({"distribution": "pytorchddp", "framework_version": "2.3.0"}, ["distribution", "pytorchddp", "2.2.0"]),
     ({"unknown_key": 1}, ["unknown_key"]),
+    ({"registration_threshold": {"metric": "val_loss", "minimum": 0.1}},
+     ["registration_threshold.metric", "val_loss", "test_ndcg@10"]),
+    ({"registration_threshold": '{"metric": "test_ndcg@10", "minimum": "high"}'},
+     ["registration_threshold.minimum", "high", "number"]),
+    ({"registration_threshold": {"metric": "test_ndcg@10"}}, ["registration_threshold.minimum", "required"]),
 ])
 def test_bad_value_is_refused_naming_key_value_and_allowed(overrides: dict, named: list[str]) -> None:
     # Given a config with one bad value / When it is validated / Then the error names key, value and what is allowed
