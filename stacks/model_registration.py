@@ -25,6 +25,7 @@ from stacks.notifications import training_job_state_pattern
 from stacks.training_trigger import HANDLER, RUNTIME, log_retention
 
 POWERTOOLS_SERVICE_NAME = "model-registration"
+REGISTERED_JOB_STATES = ("Completed",)
 # Where the registrar writes each job's quality report: beside the job's model.tar.gz, and nowhere else.
 QUALITY_REPORT_OBJECTS = f"{MODEL_PREFIX}*/output/model_quality.json"
 
@@ -98,7 +99,7 @@ class ModelRegistration(Construct):
         self.completed_rule = events.Rule(
             self, "TrainingJobCompletedRule",
             description=f"{project_prefix} training jobs that completed: register their models",
-            event_pattern=training_job_state_pattern(project_prefix, ("Completed",)),
+            event_pattern=training_job_state_pattern(project_prefix, REGISTERED_JOB_STATES),
             targets=[targets.LambdaFunction(self.function, retry_attempts=2, max_event_age=Duration.hours(2),
                                             dead_letter_queue=self.dead_letter_queue)],
         )
