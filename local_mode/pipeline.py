@@ -95,6 +95,11 @@ class LocalPipeline:
             self._moto.stop()
 
     @property
+    def moto_url(self) -> str:
+        """moto's server: S3, SNS and the Model Registry (through local SageMaker) of the local stacks."""
+        return self._moto.url
+
+    @property
     def jobs_dir(self) -> Path:
         """Each job's local hosts live in `<jobs_dir>/<job name>/algo-N/` (their /opt/ml)."""
         return self._settings.work_dir
