@@ -4,25 +4,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_destinations as destinations
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from stacks.buckets import MODEL_PREFIX
-from stacks.compliance import acknowledge, acknowledge_wildcards, skip_checkov
+from stacks.compliance import acknowledge_wildcards, skip_checkov
 from stacks.config import RegistrationThreshold
 from stacks.model_metrics import MODEL_QUALITY_METRICS
 from stacks.notifications import training_job_state_pattern
-from stacks.training_trigger import HANDLER, RUNTIME, log_retention
+from stacks.project_function import add_project_function
 
 POWERTOOLS_SERVICE_NAME = "model-registration"
 REGISTERED_JOB_STATES = ("Completed",)
@@ -53,55 +48,24 @@ class ModelRegistration(Construct):
                  key: kms.IKey | None, environment_key: kms.IKey, log_retention_days: int,
                  removal_policy: RemovalPolicy) -> None:
         super().__init__(scope, construct_id)
-        self.dead_letter_queue = sqs.Queue(
-            self, "DeadLetterQueue",
-            encryption=sqs.QueueEncryption.KMS if key else sqs.QueueEncryption.SQS_MANAGED,
-            encryption_master_key=key,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
-        )
-        acknowledge(self.dead_letter_queue, "AwsSolutions-SQS3",
-                    "This queue is the registrar's dead-letter queue (its on-failure destination); nothing sits "
-                    "behind a dead-letter queue.")
-        self.log_group = logs.LogGroup(self, "LogGroup", retention=log_retention(log_retention_days),
-                                       encryption_key=key, removal_policy=removal_policy)
-        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                             description="The model registration Lambda")
-        self.function = lambda_.Function(
-            self, "Function",
-            code=lambda_.Code.from_asset(str(asset_dir)),
-            handler=HANDLER,
-            runtime=RUNTIME,
-            architecture=lambda_.Architecture.ARM_64,
-            role=self.role,
-            environment=registrar_environment(project_prefix=project_prefix, threshold=threshold,
-                                              notification_topic_arn=topic.topic_arn),
-            environment_encryption=environment_key,
-            timeout=Duration.seconds(60),
-            memory_size=256,
-            log_group=self.log_group,
-            logging_format=lambda_.LoggingFormat.JSON,
+        parts = add_project_function(
+            self, name="registrar", calls="SageMaker, S3, SNS", role_description="The model registration Lambda",
             description="Registers a completed training job's model in the SageMaker Model Registry",
-        )
-        function_resource = self.function.node.default_child
-        skip_checkov(function_resource, "CKV_AWS_115",
+            asset_dir=asset_dir, environment=registrar_environment(project_prefix=project_prefix, threshold=threshold,
+                                                                   notification_topic_arn=topic.topic_arn),
+            environment_key=environment_key, key=key, timeout_seconds=60, reserved_concurrency=None,
+            retry_attempts=2, max_event_age_seconds=6 * 3600, log_retention_days=log_retention_days,
+            removal_policy=removal_policy)
+        self.dead_letter_queue, self.log_group, self.role, self.function = (
+            parts.dead_letter_queue, parts.log_group, parts.role, parts.function)
+        skip_checkov(self.function.node.default_child, "CKV_AWS_115",
                      "One invocation per completed training job: the job quota bounds concurrency far below the "
                      "account's, and reserving some would take it from every other function.")
-        skip_checkov(function_resource, "CKV_AWS_116",
-                     "Failed asynchronous invocations go to the on-failure destination (the encrypted SQS queue "
-                     "above), which records the request, the error and the response; a DeadLetterConfig would "
-                     "deliver the same events a second time.")
-        skip_checkov(function_resource, "CKV_AWS_117",
-                     "The registrar calls only AWS APIs (SageMaker, S3, SNS) and reaches no private network; a VPC "
-                     "would need NAT or interface endpoints and add cost without reducing exposure.")
-        self.function.configure_async_invoke(retry_attempts=2, max_event_age=Duration.hours(6),
-                                             on_failure=destinations.SqsDestination(self.dead_letter_queue))
         self.completed_rule = events.Rule(
             self, "TrainingJobCompletedRule",
             description=f"{project_prefix} training jobs that completed: register their models",
             event_pattern=training_job_state_pattern(project_prefix, REGISTERED_JOB_STATES),
-            targets=[targets.LambdaFunction(self.function, retry_attempts=2, max_event_age=Duration.hours(2),
-                                            dead_letter_queue=self.dead_letter_queue)],
+            targets=[parts.rule_target()],
         )
         self._grant(project_prefix=project_prefix, artifacts_bucket=artifacts_bucket, topic=topic)
 
