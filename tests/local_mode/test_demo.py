@@ -232,7 +232,8 @@ def test_the_summary_says_where_the_model_is_and_which_split_its_ndcg_is_from(co
     # Given the completed demo job (train channel only: the script holds out validation queries)
     summary = render_summary(completed_job)
     # Then the summary names the kept model folder, the package and the split, not an S3 URI that dies with the demo
-    assert f"model:     {completed_job.model_dir}/ (model.tar.gz unpacked)" in summary
+    shown = summary.split("model:     ", 1)[1].split("/ (model.tar.gz unpacked)", 1)[0]
+    assert Path(shown).resolve() == completed_job.model_dir.resolve()
     assert (completed_job.model_dir / "model_config.json").is_file()
     assert f"package:   {completed_job.model_package_arn}" in summary
     assert "(validation queries)" in summary and completed_job.ndcg_split == "validation"
