@@ -38,8 +38,7 @@ class ProjectFunction:
 
 
 def add_project_function(scope: Construct, *, name: str, calls: str, role_description: str, description: str,
-                         asset_dir: Path,
-                         environment: dict[str, str], environment_key: kms.IKey, key: kms.IKey | None,
+                         asset_dir: Path, environment: dict[str, str], environment_key: kms.IKey, key: kms.IKey | None,
                          timeout_seconds: int, reserved_concurrency: int | None, retry_attempts: int,
                          max_event_age_seconds: int, log_retention_days: int,
                          removal_policy: RemovalPolicy) -> ProjectFunction:
@@ -54,7 +53,7 @@ def add_project_function(scope: Construct, *, name: str, calls: str, role_descri
     )
     acknowledge(dead_letter_queue, "AwsSolutions-SQS3",
                 f"This queue is the {name}'s dead-letter queue (its on-failure destination); nothing sits behind "
-                "a dead-letter queue.")
+                "a dead-letter queue, and the alarm on its depth pages the team.")
     log_group = logs.LogGroup(
         scope, "LogGroup",
         retention=log_retention(log_retention_days),

@@ -65,7 +65,7 @@ class StatelessStack(Stack):
             log_retention_days=config.log_retention_days, retrain_schedule=config.retrain_schedule,
             removal_policy=removal_policy_of(config),
         )
-        ModelRegistration(
+        registration = ModelRegistration(
             self, "ModelRegistration",
             asset_dir=stage_lambda_bundle(PROJECT_ROOT / "lambda" / "registrar", build_dir / "lambda-registrar"),
             project_prefix=config.project_prefix, threshold=config.registration_threshold,
@@ -74,4 +74,5 @@ class StatelessStack(Stack):
             removal_policy=removal_policy_of(config),
         )
         PipelineAlarms(self, "Alarms", job_failed_rule=notifications.job_failed_rule,
-                       dead_letter_queue=trigger.dead_letter_queue, topic=notifications.topic)
+                       dead_letter_queue=trigger.dead_letter_queue,
+                       registration_dead_letter_queue=registration.dead_letter_queue, topic=notifications.topic)

@@ -162,3 +162,20 @@ def test_templates_match_their_snapshots(any_app: SynthesizedApp) -> None:
         if snapshot.read_text() != current:
             pytest.fail(f"{stack_name} differs from {snapshot}: review the change with `git diff` after running "
                         f"`{UPDATE_SWITCH}=1 .venv/bin/python -m pytest tests/infrastructure/test_stacks.py`")
+
+
+def test_every_dead_letter_queue_has_an_alarm_that_notifies_the_topic(any_app: SynthesizedApp) -> None:
+    # Given the pipeline stack's queues (each Lambda's dead-letter queue) and its notification topic
+    template = any_app.stateless
+    queues = set(resources_of_type(template, "AWS::SQS::Queue"))
+    topic, = resources_of_type(template, "AWS::SNS::Topic")
+    # When the alarms on queue depth are read
+    alarmed = {}
+    for alarm in resources_of_type(template, "AWS::CloudWatch::Alarm").values():
+        properties = alarm["Properties"]
+        if properties.get("MetricName") == "ApproximateNumberOfMessagesVisible":
+            queue = properties["Dimensions"][0]["Value"]["Fn::GetAtt"][0]
+            alarmed[queue] = properties["AlarmActions"]
+    # Then each queue (the trigger's and the registrar's) pages the topic when one event lands in it
+    assert set(alarmed) == queues and len(queues) == 2
+    assert all(actions == [{"Ref": topic}] for actions in alarmed.values())
