@@ -33,8 +33,13 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+import sagemaker_distributed as distributed
 import torch
 import torch.distributed as dist
+from ranker.config import PathSwitches
+from ranker.model.losses import LOSSES
+from ranker.training import engine
+from ranker.training.session import Session
 from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks.ddp_zero_hook import hook_with_zero_step
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook, bf16_compress_hook
@@ -49,10 +54,6 @@ from benchmarks.project_code import DOCS_PER_QUERY
 from benchmarks.project_trainers import benchmark_session, join_process_group
 from benchmarks.report import BENCHMARKS_DOC, command_line, markdown_table, measured_at, provenance, write_section
 from benchmarks.timing import StepWindows, summarise
-from ranker import distributed, engine
-from ranker.config import PathSwitches
-from ranker.losses import LOSSES
-from ranker.session import Session
 
 # Batches of synthetic data per rank; epochs reshuffle them, so the step never waits on data whatever the run's length.
 BATCHES_OF_DATA = 8
@@ -99,7 +100,7 @@ def ddp(model: nn.Module, session: Session) -> DistributedDataParallel:
 def library_harness(session: Session, model: nn.Module, optimizer, total_steps: int, mode: str,
                     schedule_of=None) -> NativeHarness:
     """The project's step and loop around a library-wrapped model: replayed from a CUDA graph in `graph` mode (after
-    the warm-up DDP needs, ranker.captured_step), else eager. `schedule_of`: the optimizer the learning-rate schedule
+    the warm-up DDP needs, ranker.gpu.captured_step), else eager. `schedule_of`: the optimizer the learning-rate schedule
     drives, where the step's `optimizer` is not one. Its `path` is the project's with the fused layers and
     FusedDataParallel switched off (autocast layers, the step as `mode` runs it); the library's wrapper reduces."""
     train = dataclasses.replace(session.config.train, cuda_graph=mode == "graph", compile=False,
@@ -180,7 +181,7 @@ class Variant:
     """(session, total steps, mode) -> the harness that trains it."""
     hand_written: bool = False
     layers: str = "autocast"
-    """`fused` (ranker.fused_linear) or `autocast` (Linear + ReLU under bf16 autocast)."""
+    """`fused` (ranker.gpu.fused_linear) or `autocast` (Linear + ReLU under bf16 autocast)."""
     mode: str = "graph"
     """How the step runs on GPU: `graph` (one CUDA graph replay per step), `eager` or `compiled` (torch.compile)."""
     adamw: str = "fused"
@@ -504,8 +505,8 @@ def render(args: argparse.Namespace, names: list[str], raw_dir: Path) -> None:
         f"cosine schedule, the same initial weights in every variant; median of {args.windows} windows of "
         f"{args.steps_per_window} steps after {args.warmup_steps} warm-up steps",
         "- Every variant runs the project's step and loop (benchmarks.native_harness.NativeHarness) under the "
-        "project's process-group set-up (ranker.distributed); only the data parallelism differs. `step`: `graph` replays the whole step as one CUDA "
-        "graph (ranker.captured_step), `eager` launches it from Python, `compiled` runs the model through "
+        "project's process-group set-up (sagemaker_distributed.process_group); only the data parallelism differs. `step`: `graph` replays the whole step as one CUDA "
+        "graph (ranker.gpu.captured_step), `eager` launches it from Python, `compiled` runs the model through "
         "torch.compile. Scaling efficiency is against the 1-GPU row with the same layers, step and AdamW",
         "- `ddp-zero-overlap` runs eager with foreach AdamW: the functional AdamW that `overlap_with_ddp` requires "
         "keeps its step counts on the host (no fused kernel for them; a replay would freeze the bias correction) and "
@@ -523,8 +524,8 @@ def render(args: argparse.Namespace, names: list[str], raw_dir: Path) -> None:
         "",
         decision_table,
         "",
-        "Decision: _(lead, from the rows above: which of ranker/fused_data_parallel.py and "
-        "ranker/sharded_optimizer.py stay, and which library path replaces the others)_",
+        "Decision: _(lead, from the rows above: which of ranker/gpu/fused_data_parallel.py and "
+        "ranker/gpu/sharded_optimizer.py stay, and which library path replaces the others)_",
     ])
     write_section(SECTION, "Data parallelism: PyTorch's own against the hand-written reduction", body, doc=args.doc)
     print(f"raw results: {raw_dir}; written to {args.doc}")

@@ -6,11 +6,11 @@ loader, text-to-shard conversion and the streaming loader, against what the GPU 
 Writes a synthetic LETOR text file (a `qid:` column and 4-decimal values, about 1.4 KB a document as in MSLR-WEB;
 the default is about 275 MB), then times these stages, each the median of `--repeats` runs (the text stages with the
 file in the page cache, as it is right after the write; the others after an untimed warm-up):
-  parse    scikit-learn's load_svmlight_file (the baseline), then ranker.letor_processes.parse_file with one worker
-           process, then ranker.data.read_letor_file (parse_file with a worker per core, plus grouping) on that file
+  parse    scikit-learn's load_svmlight_file (the baseline), then ranker.data.letor_processes.parse_file with one worker
+           process, then ranker.data.channels.read_letor_file (parse_file with a worker per core, plus grouping) on that file
   job      `python train_ddp.py --train FILE --max-steps 1` from launch to exit, beside the loader alone
-  convert  ranker.convert's command, text in to binary shards out (parse + write)
-  stream   ranker.streaming.StreamingBatches over those shards, in the trainer's batch shape (256 queries)
+  convert  ranker.data.convert's command, text in to binary shards out (parse + write)
+  stream   ranker.data.streaming.StreamingBatches over those shards, in the trainer's batch shape (256 queries)
   fill     the loader threads' work alone (one thread, then the default number at once): what a GPU rank's loader
            costs the CPU
 The loader's rates are set beside the native trainer's 1-GPU rate recorded in docs/benchmarks.md's gpu-scaling
@@ -37,15 +37,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from ranker.data import channels as data
+from ranker.data import convert, letor_processes, synthetic
+from ranker.data.batches import epoch_permutation
+from ranker.data.letor_parser import available_cores
+from ranker.data.streaming import StreamingBatches
+from sklearn.datasets import load_svmlight_file
 
 from benchmarks.project_code import TRAINING_CODE
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
-from sklearn.datasets import load_svmlight_file
-
-from ranker import convert, data, letor_processes, synthetic
-from ranker.batches import epoch_permutation
-from ranker.letor_parser import available_cores
-from ranker.streaming import StreamingBatches
 
 # The trainers' batch: 8192 documents per GPU = 256 whole queries of 32 documents (benchmarks/project_trainers.py).
 BATCH_QUERIES = 256
@@ -87,7 +87,7 @@ def write_letor_text(folder: Path, queries: int, docs_per_query: int, features: 
 
 
 def scikit_learn_loader(text: Path) -> None:
-    """What ranker.data read with before its own parser, and what a hand-written PyTorch script reads with."""
+    """What ranker.data.channels read with before its own parser, and what a hand-written PyTorch script reads with."""
     load_svmlight_file(str(text), dtype="float32", query_id=True, zero_based=False)
 
 
@@ -97,9 +97,9 @@ def measure_parse(text: Path, docs: int, repeats: int) -> list[StageRate]:
     one_process = median_seconds(lambda: letor_processes.parse_file(text, processes=1), repeats, warm_up=False)
     ours = median_seconds(lambda: data.read_letor_file(text), repeats, warm_up=False)
     return [StageRate("parse: scikit-learn's load_svmlight_file (baseline)", baseline, docs, text_bytes=size),
-            StageRate("parse: ranker.letor_processes.parse_file, 1 worker process", one_process, docs,
+            StageRate("parse: ranker.data.letor_processes.parse_file, 1 worker process", one_process, docs,
                       text_bytes=size),
-            StageRate(f"parse: ranker.data.read_letor_file ({available_cores()} worker processes)", ours, docs,
+            StageRate(f"parse: ranker.data.channels.read_letor_file ({available_cores()} worker processes)", ours, docs,
                       text_bytes=size)]
 
 
@@ -129,7 +129,7 @@ def measure_job(text: Path, work: Path, repeats: int) -> JobTiming:
 
 
 def ingest_seconds(log: str) -> list[float]:
-    """The seconds of each `ingest:` line a job printed (ranker.data logs one per channel and process)."""
+    """The seconds of each `ingest:` line a job printed (ranker.data.channels logs one per channel and process)."""
     return [float(seconds) for seconds in re.findall(r"^ingest: .* in ([0-9.]+)s$", log, re.MULTILINE)]
 
 
@@ -240,7 +240,7 @@ def verdict(one_thread: StageRate, loader: StageRate, threads: int, gpu_rates: d
     return (f"The streaming loader's {threads} threads ({loader.docs_per_second:,.0f} docs/s together on this "
             f"{os.cpu_count()}-core machine, {speedup:.2f}x one thread) do not keep up with the native trainer "
             f"everywhere: {widths} loader threads per GPU (`--loader-threads`), each on a core of its own. Below "
-            "that the GPU waits for data; the in-memory path (GPU-resident queries, ranker.batches) has no such "
+            "that the GPU waits for data; the in-memory path (GPU-resident queries, ranker.data.batches) has no such "
             "limit while the data fits in GPU memory.")
 
 
@@ -248,7 +248,7 @@ def job_table(baseline: StageRate, ours: StageRate, job: JobTiming | None) -> st
     if job is None:
         return "Not run (`--job-repeats 0`)."
     rows = [["scikit-learn's loader alone, on the same file", f"{baseline.seconds:.2f}", "1.00"],
-            ["ranker.data.read_letor_file alone", f"{ours.seconds:.2f}", f"{ours.seconds / baseline.seconds:.2f}"],
+            ["ranker.data.channels.read_letor_file alone", f"{ours.seconds:.2f}", f"{ours.seconds / baseline.seconds:.2f}"],
             ["the whole job: `train_ddp.py --max-steps 1`, launch to exit", f"{job.seconds:.2f}",
              f"{job.seconds / baseline.seconds:.2f}"],
             ["  of which ingest (the job's `ingest:` line)", f"{job.ingest_seconds:.2f}",

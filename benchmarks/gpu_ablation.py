@@ -16,17 +16,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
+from ranker.config import PathSwitches
+from ranker.data.batches import Batch, DeviceQueries, QueryBatches
+from ranker.training import engine
+from ranker.training.session import Session
+from sagemaker_distributed import detect_topology
 
+from benchmarks.native_harness import NativeHarness
 from benchmarks.project_code import DOCS_PER_QUERY
 from benchmarks.project_trainers import benchmark_session
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
 from benchmarks.timing import StepWindows, summarise
-from ranker import engine
-from ranker.batches import Batch, DeviceQueries, QueryBatches
-from ranker.config import PathSwitches
-from ranker.distributed import detect_topology
-from ranker.session import Session
-from benchmarks.native_harness import NativeHarness
 
 
 class HostQueryBatches(QueryBatches):
@@ -78,7 +78,7 @@ VARIANTS: list[tuple[str, str, str, dict, Callable[[Session], NativeHarness]]] =
 
 def measure(width: int, batch_queries: int, windows_args: tuple[int, int, int], device: torch.device,
             train_changes: dict, build: Callable[[Session], NativeHarness]) -> tuple[float, str]:
-    """The variant's samples/s and the path it ran (ranker.fast_paths)."""
+    """The variant's samples/s and the path it ran (ranker.gpu.fast_paths)."""
     windows = StepWindows(*windows_args, device)
     session = benchmark_session(width, batch_queries, detect_topology(), device, batches_of_data=8, **train_changes)
     harness = build(session)

@@ -1,5 +1,5 @@
 """Checks of the GPU-only paths, for a GPU machine (CI has none): the CUDA-graphed step trains exactly like the
-eager one, the fused bf16 layers (ranker.fused_linear) train like autocast's Linear + ReLU, and on several GPUs
+eager one, the fused bf16 layers (ranker.gpu.fused_linear) train like autocast's Linear + ReLU, and on several GPUs
 FusedDataParallel's reduction with its sharded update trains like DDP's and like its own unsharded update, and leaves
 every rank with the same weights.
 
@@ -19,13 +19,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+import sagemaker_distributed as distributed
 import torch
-
-from benchmarks.project_trainers import benchmark_session, join_process_group
-from ranker import distributed, engine
 from ranker.config import PathSwitches
-from ranker.fused_data_parallel import FusedDataParallel
+from ranker.gpu.fused_data_parallel import FusedDataParallel
+from ranker.training import engine
+
 from benchmarks.native_harness import NativeHarness
+from benchmarks.project_trainers import benchmark_session, join_process_group
 
 
 def train(cuda_graph: bool, width: int, steps: int, fused: bool = True,

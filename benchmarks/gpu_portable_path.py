@@ -6,7 +6,7 @@ train_ddp.py's step (benchmarks.native_harness) at its shipped defaults (7 dense
 dropout 0.3, 16 queries per batch, listwise loss) on synthetic queries shaped like MSLR-WEB30K's: 136 features, a
 query's document count drawn around MSLR-WEB30K's mean of ~120 with its longest query's 1,251, every query padded to
 the longest as a run pads them. Three runs, interleaved `--repeats` times, on the same data:
-- fast path: the paths this torch takes (ranker.fast_paths);
+- fast path: the paths this torch takes (ranker.gpu.fast_paths);
 - as torch 2.2: `RANKER_AS_TORCH=2.2`, the path a torch 2.2 container takes (autocast Linear + ReLU, CUDA graph);
 - plain eager: as torch 2.2 with `--cuda-graph false`.
 Each row gives the median step rate, the documents per second it means, its share of the fast path's step rate and
@@ -23,16 +23,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from ranker.config import ModelConfig, TrainConfig
+from ranker.data.channels import RankingData
+from ranker.data.synthetic import generate
+from ranker.gpu import fast_paths
+from ranker.training.session import Session
+from sagemaker_distributed import detect_topology
 
 from benchmarks.native_harness import NativeHarness, session_over
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
 from benchmarks.timing import StepWindows
-from ranker import fast_paths
-from ranker.config import ModelConfig, TrainConfig
-from ranker.data import RankingData
-from ranker.distributed import detect_topology
-from ranker.session import Session
-from ranker.synthetic import generate
 
 MSLR_FEATURES = 136
 MSLR_MEAN_DOCS = 120  # MSLR-WEB30K: ~3.77M documents over 31,531 queries

@@ -244,7 +244,7 @@ def run_layouts(args: argparse.Namespace, layouts: list[Layout], results_path: P
 
 
 def paths_taken(results: list[dict]) -> str:
-    """Each project trainer's path (ranker.fast_paths' line, as the run logged it) per GPU count."""
+    """Each project trainer's path (ranker.gpu.fast_paths' line, as the run logged it) per GPU count."""
     lines = {(result["trainer"], result["world_size"], result["nodes"]): result["path"]
              for result in results if result.get("path")}
     return "Paths taken:\n" + "".join(f"- {trainer}, {world} GPU(s), {nodes} host(s): `{path}`\n"
@@ -266,10 +266,10 @@ def render(args: argparse.Namespace, results_path: Path, run: dict) -> None:
         f"median of {args.windows} timed windows after warm-up ({args.warmup_steps} warm-up steps and windows of "
         f"{args.steps_per_window} steps for the project's trainers; 5 and {args.naive_steps_per_window} for the "
         f"naive baselines, which run 10-100x slower)\n"
-        f"- The native trainer: one CUDA-graphed step (ranker.captured_step) with fused bf16 layers and the meter's "
+        f"- The native trainer: one CUDA-graphed step (ranker.gpu.captured_step) with fused bf16 layers and the meter's "
         f"loss and document sums; on several GPUs FusedDataParallel averages the float32 gradients "
-        f"(ranker.fused_data_parallel) and, where the layers make several buckets (width 4096), each rank runs AdamW "
-        f"on its shard of them beside the backward pass (ranker.sharded_optimizer; `native-replicated-update` runs "
+        f"(ranker.gpu.fused_data_parallel) and, where the layers make several buckets (width 4096), each rank runs AdamW "
+        f"on its shard of them beside the backward pass (ranker.gpu.sharded_optimizer; `native-replicated-update` runs "
         f"the whole update on every rank); Lightning runs train_lightning.py's Trainer and module (automatic optimization, "
         f"DDP, bf16-mixed, fused AdamW; benchmarks.lightning_vs_native splits its gap per step)\n"
         + (f"- {args.note}\n" if args.note else "") + "\n"

@@ -8,7 +8,7 @@ Each variant runs under torchrun on all GPUs (gloo ranks on a CPU-only machine) 
 which times itself over windows after a warm-up (benchmarks/timing.py):
 - native: train_ddp.py's step (one CUDA graph per step, FusedDataParallel, the sharded AdamW update);
 - native, eager: the same step run eagerly: the per-step work Lightning runs (its strategy takes FusedDataParallel and
-  the sharded update where the native trainer does, ranker.lightning_strategy), without Lightning's loop;
+  the sharded update where the native trainer does, ranker.lightning.strategy), without Lightning's loop;
 - native, DDP, eager: the native loop with PyTorch's DDP and an eager step: what plain DDP would cost;
 - lightning: train_lightning.py's Trainer and RankingModule (automatic optimization, bf16-mixed, its
   FusedDataParallelStrategy, fused AdamW), with its metric-line callback;

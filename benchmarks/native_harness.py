@@ -16,19 +16,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks import project_code  # noqa: F401  (puts training_code on the path)
 import torch
-
-from ranker import engine
-from ranker.batches import DeviceQueries, EpochBatches
 from ranker.config import DataConfig, ModelConfig, PathsConfig, RunConfig, TrainConfig
-from ranker.data import RankingData
-from ranker.distributed import Topology
-from ranker.fast_paths import TrainingPath
-from ranker.losses import LOSSES
-from ranker.meter import TrainingMeter
-from ranker.session import Session
-from ranker.synthetic import generate
+from ranker.data.batches import DeviceQueries, EpochBatches
+from ranker.data.channels import RankingData
+from ranker.data.synthetic import generate
+from ranker.gpu.fast_paths import TrainingPath
+from ranker.model.losses import LOSSES
+from ranker.training import engine
+from ranker.training.meter import TrainingMeter
+from ranker.training.session import Session
+from sagemaker_distributed import Topology
+
+from benchmarks import project_code  # noqa: F401  (puts training_code on the path)
 
 
 def synthetic_session(model: ModelConfig, train: TrainConfig, topology: Topology, device: torch.device,
@@ -67,7 +67,7 @@ class NativeHarness:
     device: torch.device
     config: TrainConfig
     path: TrainingPath
-    """The path ranker.fast_paths chose for this run (what a run's log line names)."""
+    """The path ranker.gpu.fast_paths chose for this run (what a run's log line names)."""
 
     @classmethod
     def build(cls, session: Session, total_steps: int = 10_000) -> NativeHarness:

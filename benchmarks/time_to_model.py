@@ -35,14 +35,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from ranker.data import host_cache, synthetic
+from ranker.data.letor_parser import available_cores
+from ranker.data.ranking_data import RankingData
+from ranker.model.metrics import ndcg_per_query
 
 from benchmarks.gpu_scaling import SAFE_NCCL_ENV
 from benchmarks.project_code import TRAINING_CODE
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
-from ranker import host_cache, synthetic
-from ranker.letor_parser import available_cores
-from ranker.metrics import ndcg_per_query
-from ranker.ranking_data import RankingData
 
 SECTION = "time-to-model"
 PLAIN_SCRIPT = Path(__file__).resolve().parent / "baselines" / "plain_letor.py"
@@ -141,7 +141,7 @@ def run_project(entry_point: str, gpus: int, train: Path, test: Path, epochs: in
     out = work / f"{name}-{gpus}"
     arguments = ["--train", str(train), "--test", str(test), "--epochs", str(epochs), "--model-dir", str(out / "model"),
                  "--output-data-dir", str(out / "output"), "--checkpoint-dir", str(out / "checkpoints")]
-    # A cache of its own: each run parses the text as a job with a fresh host would (ranker.host_cache).
+    # A cache of its own: each run parses the text as a job with a fresh host would (ranker.data.host_cache).
     env = {**env, host_cache.CACHE_DIR_VARIABLE: str(out / "host-cache")}
     lines = run_timed(launch_command(TRAINING_CODE / entry_point, gpus, arguments), TRAINING_CODE, env,
                       work / f"{name}-{gpus}.log")
@@ -190,7 +190,7 @@ def _query_bounds(qids: np.ndarray) -> np.ndarray:
 
 
 def held_out_ndcg_at_10(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> float:
-    """Mean NDCG@10 over the held-out queries, with the metric the entry points log (ranker.metrics)."""
+    """Mean NDCG@10 over the held-out queries, with the metric the entry points log (ranker.model.metrics)."""
     data = RankingData(np.asarray(scores, np.float32)[:, None], np.asarray(labels, np.float32), offsets)
     padded_scores, padded_labels, mask = (torch.from_numpy(array) for array in data.padded())
     return float(ndcg_per_query(padded_scores[..., 0], padded_labels, mask, 10).mean())

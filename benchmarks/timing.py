@@ -79,7 +79,7 @@ class BenchmarkResult:
     peak_memory_gib: float
     flops_per_sample: int
     path: str = ""
-    """The line ranker.fast_paths wrote for the run (empty for the naive baselines, which are not the project's)."""
+    """The line ranker.gpu.fast_paths wrote for the run (empty for the naive baselines, which are not the project's)."""
 
 
 def summarise(trainer: str, width: int, input_features: int, batch_per_rank: int,

@@ -26,11 +26,12 @@ from local_mode.container_envs import container_env
 from local_mode.pipeline import LocalPipeline
 from local_mode.s3_transfer import split_s3_uri
 from local_mode.synthesized_app import PROJECT_ROOT
-from stacks.training_code_modules import ranker_module
+from stacks.training_code_modules import training_code_module
 
 DATASET_NAME = "demo-letor"
+CHANNELS = ("train", "validation", "test")
 PROGRESS_STEPS = ("Starting", "Downloading", "Training", "Uploading")
-profiles = ranker_module("container_profiles")
+profiles = training_code_module("sagemaker_distributed/container_profiles.py")
 
 
 class TriggerRefused(RuntimeError):
@@ -43,7 +44,14 @@ class DemoOptions:
 
     queries: int = 200
     epochs: int = 10
+    """Training epochs for the project's own entry points (their `epochs` hyperparameter)."""
     entry_point: str = "train_lightning.py"
+    source_dir: Path | None = None
+    """A training script's own folder (`-c source_dir`), with `entry_point` inside it; None: training_code/."""
+    hyperparameters: tuple[tuple[str, str], ...] = ()
+    """Passed to the script as they are (`--name value`); for the project's entry points on top of `epochs`."""
+    metric_definitions: str | None = None
+    """The job's MetricDefinitions as JSON (`-c metric_definitions`); None: the stack's default."""
     distribution: str = "torch_distributed"
     instance_count: int = 1
     processes_per_host: int = 1
@@ -68,6 +76,8 @@ class DemoResult:
     model_package_arn: str | None
     not_registered_reason: str | None  # why the registrar refused the model, when it did
     plots: list[Path]
+    metrics: dict[str, float]
+    """The job's final metrics, as its MetricDefinitions read them from the log."""
 
 
 def run_demo(options: DemoOptions) -> DemoResult:
@@ -75,7 +85,7 @@ def run_demo(options: DemoOptions) -> DemoResult:
     run_dir = options.work_dir / time.strftime("run-%Y%m%d-%H%M%S")
     # The stack synthesized as `cdk synth -c distribution=...` would: its container is that distribution's default
     # unless --framework-version names one, whose environment then runs the job.
-    context = {"distribution": options.distribution}
+    context = {"distribution": options.distribution, **bring_your_own_context(options)}
     container = None
     if options.framework_version:
         container = container_env(profiles.profile_named(options.framework_version))
@@ -89,10 +99,30 @@ def run_demo(options: DemoOptions) -> DemoResult:
             return run_demo_job(pipeline, options, dataset.result())
 
 
+def bring_your_own_context(options: DemoOptions) -> dict[str, str]:
+    """What `npx cdk synth -c ...` would add for a script of the user's own: its folder, its entry point, its metric
+    definitions."""
+    context = {}
+    if options.source_dir is not None:
+        context.update(source_dir=str(options.source_dir.resolve()), entry_point=options.entry_point)
+    if options.metric_definitions is not None:
+        context["metric_definitions"] = options.metric_definitions
+    return context
+
+
+def channels_of(data: Path) -> dict[str, Path]:
+    """A folder with `train/` (and optionally `validation/`, `test/`) subfolders gives those channels; any other
+    folder is the training channel."""
+    if (data / "train").is_dir():
+        return {channel: data / channel for channel in CHANNELS if (data / channel).is_dir()}
+    return {"train": data}
+
+
 def run_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Path) -> DemoResult:
     """Upload `data` as a new dataset version, deliver its marker to the trigger, follow the job, summarize it."""
     version = f"v{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
-    marker = pipeline.upload_dataset(data, dataset=DATASET_NAME, version=version, manifest=demo_manifest(options))
+    marker = pipeline.upload_channels(channels_of(data), dataset=DATASET_NAME, version=version,
+                                      manifest=demo_manifest(options))
     result = pipeline.deliver(marker)
     if result.get("status") != "started":
         raise TriggerRefused(f"the trigger started no job: {json.dumps(result)[:2000]}")
@@ -104,7 +134,7 @@ def _dataset_folder(options: DemoOptions, run_dir: Path) -> Path:
     if options.data:
         return options.data
     folder = run_dir / "data"
-    subprocess.run([sys.executable, "-m", "ranker.synthetic", "--output", str(folder), "--queries",
+    subprocess.run([sys.executable, "-m", "ranker.data.synthetic", "--output", str(folder), "--queries",
                     str(options.queries)], cwd=PROJECT_ROOT / "training_code", check=True)
     return folder
 
@@ -115,10 +145,11 @@ def demo_manifest(options: DemoOptions) -> dict[str, Any]:
     The trigger checks the instance type against the distribution as the cloud would, so the demo names the type a
     default job of that distribution gets; locally each host runs `--processes-per-host` CPU ranks whatever the type.
     """
+    own_entry_point = options.source_dir is None
+    hyperparameters = {**({"epochs": options.epochs} if own_entry_point else {}), **dict(options.hyperparameters)}
     return {"training": {"entry_point": options.entry_point, "distribution": options.distribution,
                          "instance_type": profiles.DEFAULT_INSTANCE_TYPES[options.distribution],
-                         "instance_count": options.instance_count,
-                         "hyperparameters": {"epochs": options.epochs}}}
+                         "instance_count": options.instance_count, "hyperparameters": hyperparameters}}
 
 
 def follow_job(pipeline: LocalPipeline, job_name: str) -> dict[str, Any]:
@@ -153,7 +184,7 @@ def summarize(description: dict[str, Any], registration: dict[str, Any] | None, 
                       ndcg_at_10=metrics.get("test_ndcg@10", metrics.get("val_ndcg@10")), ndcg_split=ndcg_split,
                       failure_reason=description.get("FailureReason"), model_artifact=artifact, model_dir=model_dir,
                       model_package_arn=registration.get("model_package_arn"),
-                      not_registered_reason=registration.get("reason"), plots=plots)
+                      not_registered_reason=registration.get("reason"), plots=plots, metrics=metrics)
 
 
 def _unpack(s3: Any, uri: str, folder: Path) -> Path:

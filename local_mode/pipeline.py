@@ -32,8 +32,9 @@ from local_mode.trigger_invocation import invoke_trigger
 from stacks.model_registration import POWERTOOLS_SERVICE_NAME as REGISTRAR_NAME
 from stacks.model_registration import REGISTERED_JOB_STATES
 
-# The one environment variable that tells the trigger function apart from the stacks' other functions.
-TRIGGER_MARKER_VARIABLE = "JOB_NAME_PREFIX"
+# The environment variable that tells each function apart from the stacks' other functions: the trigger's names the
+# settings file in its bundle; the registrar's lists the metrics it registers.
+TRIGGER_MARKER_VARIABLE = "STATIC_SETTINGS_FILE"
 REGISTRAR_MARKER_VARIABLE = "MODEL_QUALITY_METRICS"
 POLL_SECONDS = 0.5
 
@@ -110,6 +111,12 @@ class LocalPipeline:
         assert self.trigger, "enter the LocalPipeline first"
         return self.trigger.environment
 
+    @property
+    def static_settings(self) -> dict[str, Any]:
+        """The settings file synthesis wrote into the trigger's bundle (the name its environment gives)."""
+        assert self.trigger, "enter the LocalPipeline first"
+        return json.loads((self.trigger.code_dir / self.environment["STATIC_SETTINGS_FILE"]).read_text())
+
     def upload_dataset(self, folder: Path, *, dataset: str, version: str, manifest: dict[str, Any],
                        channel: str = "train") -> str:
         """Upload `folder`'s files as `channel` of the dataset version, then its manifest.json marker (last, as a
@@ -126,7 +133,7 @@ class LocalPipeline:
         return key
 
     def version_root(self, dataset: str, version: str) -> str:
-        return f"{self.environment['DATASET_PREFIX']}{dataset}/{version}/"
+        return f"{self.static_settings['dataset_prefix']}{dataset}/{version}/"
 
     def deliver(self, marker_key: str) -> dict[str, Any]:
         """EventBridge delivers the marker's `Object Created` event to the trigger; returns the handler's result."""

@@ -10,6 +10,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from stacks.notifications import allow_publishing
+
 
 class PipelineAlarms(Construct):
     """Failed training jobs, and trigger or registrar events that ended in their dead-letter queues."""
@@ -38,8 +40,10 @@ class PipelineAlarms(Construct):
             "RegistrationDeadLettersAlarm", registration_dead_letter_queue,
             "Completed jobs whose models could not be registered after all retries wait in the registrar's "
             "dead-letter queue: read them, fix the cause, replay them.")
-        for alarm in (self.failed_jobs, self.dead_letters, self.registration_dead_letters):
+        alarms = (self.failed_jobs, self.dead_letters, self.registration_dead_letters)
+        for alarm in alarms:
             alarm.add_alarm_action(actions.SnsAction(topic))
+        allow_publishing(topic, service="cloudwatch.amazonaws.com", source_arns=[alarm.alarm_arn for alarm in alarms])
 
     def _dead_letter_alarm(self, construct_id: str, queue: sqs.IQueue, description: str) -> cloudwatch.Alarm:
         return cloudwatch.Alarm(

@@ -12,14 +12,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from stacks.model_metrics import THRESHOLD_METRICS
-from stacks.training_code_modules import ranker_module
+from stacks.model_metrics import model_quality_metrics, project_metric_names
+from stacks.source_layout import SourceLayoutError, bundle_members, project_path
+from stacks.training_code_modules import training_code_module
 
-profiles = ranker_module("container_profiles")
+profiles = training_code_module("sagemaker_distributed/container_profiles.py")
 
 # SageMaker's managed spot and warm pools cap a job at 28 days.
 _MAX_JOB_SECONDS = 28 * 24 * 3600
@@ -38,15 +40,17 @@ class RegistrationThreshold(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    metric: str
+    metric: str = Field(min_length=1)
     minimum: float = Field(allow_inf_nan=False)
 
-    @field_validator("metric")
-    @classmethod
-    def _higher_is_better(cls, metric: str) -> str:
-        if metric not in THRESHOLD_METRICS:
-            raise ValueError(f"{metric!r} is not a metric a minimum applies to: use one of {list(THRESHOLD_METRICS)}")
-        return metric
+
+class MetricDefinition(BaseModel):
+    """One metric SageMaker reads from a job's log lines: the first group of `Regex` is its value."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    Name: str = Field(min_length=1, max_length=255)
+    Regex: str = Field(min_length=1, max_length=500)
 
 
 class PipelineConfig(BaseModel):
@@ -68,7 +72,26 @@ class PipelineConfig(BaseModel):
     marker_names: tuple[str, ...] = Field(min_length=1,
                                           description="file names that mark a dataset version complete, at the "
                                                       "version root (`-c marker_names=a,b`)")
-    entry_point: Literal["train_lightning.py", "train_ddp.py"] = Field(description="default training script")
+    source_dir: str = Field(
+        default="training_code", min_length=1,
+        description="the training code: the folder packed as each job's `sourcedir.tar.gz` (SageMaker's "
+                    "`source_dir`; its `requirements.txt` is installed before launch), relative to the project root "
+                    "or absolute")
+    entry_point: str = Field(
+        min_length=1,
+        description="default training script: the path of a file inside `source_dir` (`train.py`, "
+                    "`scripts/train.py`); a manifest.json or manual payload may name another file of the bundle")
+    dependencies: tuple[str, ...] = Field(
+        default=("training_code/sagemaker_distributed",),
+        description="extra folders packed at the archive root beside `source_dir`'s contents, each under its own "
+                    "folder name, as SageMaker SDK v2's `PyTorch(dependencies=[...])` does (relative to the project "
+                    "root or absolute; `-c dependencies=a,b`); one that already sits at that place inside "
+                    "`source_dir` is packed once")
+    metric_definitions: tuple[MetricDefinition, ...] | None = Field(
+        default=None, max_length=40,
+        description="the jobs' `MetricDefinitions`, a JSON list of `{\"Name\": ..., \"Regex\": ...}` (at most 40; "
+                    "JSON with `-c`); unset: the metrics the project's training code prints "
+                    "(training_code/ranker/log_format.py)")
     distribution: str = Field(
         description="default SageMaker distribution: `torch_distributed` (torchrun), `pytorchddp` / `smdistributed` "
                     "(SMDDP: the AWS DLC up to PyTorch 2.2.0 only) or `none` (one process per host)")
@@ -139,12 +162,16 @@ class PipelineConfig(BaseModel):
                                            description="e-mail address subscribed to job notifications")
     retrain_schedule: str | None = Field(default=None, pattern=r"^(rate|cron)\(.+\)$",
                                          description="EventBridge `rate(...)` / `cron(...)` that retrains on the "
-                                                     "newest complete dataset version")
+                                                     "newest complete dataset version at every tick, also when no "
+                                                     "new version arrived (docs/trigger.md, Idempotency)")
     removal_policy: Literal["destroy", "retain"] = Field(
         description="`destroy`: buckets, key and repository are emptied and deleted with the stack; `retain`: "
                     "they survive it")
-    trigger_reserved_concurrency: int = Field(ge=1, le=100,
-                                              description="reserved concurrency of the trigger Lambda")
+    trigger_reserved_concurrency: int | None = Field(
+        default=None, ge=1, le=100,
+        description="opt-in reserved concurrency of the trigger Lambda (unset: none, it shares the account's "
+                    "unreserved pool); Lambda keeps 100 of an account's concurrency unreserved, so a reservation "
+                    "fails to deploy where the account's quota is low, as on new accounts")
     trigger_timeout_seconds: int = Field(ge=10, le=900, description="trigger Lambda timeout, in seconds")
     trigger_retry_attempts: int = Field(ge=0, le=2, description="Lambda's asynchronous retries of a failed "
                                                                 "trigger invocation before the dead-letter queue")
@@ -153,8 +180,8 @@ class PipelineConfig(BaseModel):
                                                            "to the dead-letter queue")
     registration_threshold: RegistrationThreshold | None = Field(
         default=None,
-        description="register a completed job's model only when its final `metric` (a `val_ndcg@k` or "
-                    "`test_ndcg@k`) is at least `minimum`, e.g. `{\"metric\": \"test_ndcg@10\", \"minimum\": "
+        description="register a completed job's model only when its final `metric` (one of the jobs' metrics "
+                    "where higher is better, e.g. `val_ndcg@k`, `test_ndcg@k`) is at least `minimum`, e.g. `{\"metric\": \"test_ndcg@10\", \"minimum\": "
                     "0.7}` (JSON with `-c`); a model below it, or without that metric, is not registered and the "
                     "notification says why; unset: every completed job's model is registered "
                     "(docs/model-registry.md)")
@@ -200,10 +227,15 @@ class PipelineConfig(BaseModel):
     def _split_ids(cls, value: Any) -> Any:
         return _split_csv(value)
 
-    @field_validator("default_hyperparameters", "registration_threshold", mode="before")
+    @field_validator("dependencies", mode="before")
     @classmethod
-    def _parse_json_object(cls, value: Any) -> Any:
-        """`-c default_hyperparameters='{"epochs": 3}'` (or any object-valued key) arrives as a JSON string."""
+    def _split_dependencies(cls, value: Any) -> Any:
+        return _split_csv(value)
+
+    @field_validator("default_hyperparameters", "metric_definitions", "registration_threshold", mode="before")
+    @classmethod
+    def _parse_json(cls, value: Any) -> Any:
+        """`-c default_hyperparameters='{"epochs": 3}'` (or any object- or list-valued key) arrives as a JSON string."""
         return json.loads(value) if isinstance(value, str) else value
 
     @field_validator("marker_names")
@@ -263,6 +295,10 @@ class PipelineConfig(BaseModel):
                  f"{list(self.subnet_ids)}/{list(self.security_group_ids)}", "both set (VPC) or both empty (no VPC)")
         _require(self.image_source != "custom" or self.custom_image_tag is not None, "custom_image_tag",
                  self.custom_image_tag, "a tag pushed to the project's ECR repository when image_source is 'custom'")
+        if self.registration_threshold is not None:
+            quality = self.model_quality_metrics
+            _require(self.registration_threshold.metric in quality, "registration_threshold.metric",
+                     self.registration_threshold.metric, f"one of the jobs' model metrics {list(quality)}")
         container_errors = profiles.framework_errors(self.framework_version, self.python_version)
         container_errors += profiles.distribution_errors(
             distribution=self.distribution, instance_type=self.instance_type,
@@ -270,6 +306,31 @@ class PipelineConfig(BaseModel):
         if container_errors:
             raise ValueError("; ".join(container_errors))
         return self
+
+    @model_validator(mode="after")
+    def _training_code_layout(self) -> PipelineConfig:
+        try:
+            members = self.source_members()
+        except SourceLayoutError as error:
+            raise ValueError(str(error)) from None
+        if self.entry_point not in members:
+            scripts = [name for name in members if "/" not in name and name.endswith((".py", ".sh"))]
+            raise ValueError(f"entry_point={self.entry_point!r} is not a file of source_dir={self.source_dir!r} "
+                             f"({project_path(self.source_dir)}): give the path of the training script inside "
+                             f"source_dir, e.g. -c entry_point=train.py; scripts at its top: {scripts}")
+        return self
+
+    def source_members(self) -> dict[str, Path]:
+        """The job bundle's files by archive name: `source_dir`'s contents plus `dependencies`."""
+        return bundle_members(project_path(self.source_dir),
+                              tuple(project_path(dependency) for dependency in self.dependencies))
+
+    @property
+    def model_quality_metrics(self) -> tuple[str, ...]:
+        """The jobs' metrics that describe the model (`metric_definitions`, else the training code's)."""
+        names = ([definition.Name for definition in self.metric_definitions] if self.metric_definitions is not None
+                 else project_metric_names())
+        return model_quality_metrics(names)
 
     @property
     def uses_vpc(self) -> bool:

@@ -22,14 +22,18 @@ class ProjectKey(Construct):
         )
         stack = Stack.of(self)
         # EventBridge and CloudWatch alarms publish to the encrypted notification topic; SNS cannot deliver from
-        # them with an AWS-managed key, only with a customer-managed key that lets them encrypt.
-        for service in ("events.amazonaws.com", "cloudwatch.amazonaws.com"):
+        # them with an AWS-managed key, only with a customer-managed key that lets them encrypt. SNS does not
+        # support aws:SourceAccount / aws:SourceArn in the key policy for EventBridge-to-encrypted-topic delivery
+        # (the condition drops every event), so only the alarms' statement carries it; the topic policy limits
+        # both services to this stack's rules and alarms.
+        for service, conditions in (("events.amazonaws.com", None),
+                                    ("cloudwatch.amazonaws.com", {"StringEquals": {"aws:SourceAccount": stack.account}})):
             self.key.add_to_resource_policy(iam.PolicyStatement(
                 sid=f"AllowPublishFrom{service.split('.')[0].capitalize()}",
                 principals=[iam.ServicePrincipal(service)],
                 actions=["kms:Decrypt", "kms:GenerateDataKey*"],
                 resources=["*"],  # in a key policy, "*" means this key
-                conditions={"StringEquals": {"aws:SourceAccount": stack.account}},
+                conditions=conditions,
             ))
         # CloudWatch Logs encrypts log groups with this key only when the key policy names it.
         self.key.add_to_resource_policy(iam.PolicyStatement(

@@ -65,6 +65,15 @@ class SageMakerExecutionRole(Construct):
         ))
         if key is not None:
             key.grant_encrypt_decrypt(self.role)
+            # The trigger sends the key as VolumeKmsKeyId (instances without local NVMe): SageMaker attaches the
+            # encrypted EBS volume through a grant that it creates as this role, which grant_encrypt_decrypt
+            # does not allow. Only grants for AWS resources, so the role cannot hand the key to a principal.
+            self.role.add_to_policy(iam.PolicyStatement(
+                sid="CreateVolumeKeyGrantsForSageMaker",
+                actions=["kms:CreateGrant"],
+                resources=[key.key_arn],
+                conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
+            ))
         if subnet_ids:
             self._allow_vpc(subnet_ids, security_group_ids)
         acknowledge_wildcards(

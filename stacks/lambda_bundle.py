@@ -1,4 +1,5 @@
-"""The trigger Lambda's asset folder: its code plus the pure-Python distributions it lists, staged offline.
+"""The trigger Lambda's asset folder: its code, the pure-Python distributions it lists and the files synthesis
+generates for it, staged offline.
 
 The bundle is built on whatever machine runs synthesis (x86, no Docker, no network) for an arm64 runtime,
 so only pure-Python distributions may go in, copied from this environment: the listed ones at exactly the pinned
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 
@@ -40,11 +42,19 @@ def read_pins(requirements_file: Path) -> list[tuple[str, str]]:
     return pins
 
 
-def stage_lambda_bundle(function_dir: Path, staging_dir: Path) -> Path:
-    """Copy `function_dir` and its requirements' installed files into a fresh `staging_dir`."""
+def stage_lambda_bundle(function_dir: Path, staging_dir: Path, generated: Mapping[str, str] | None = None) -> Path:
+    """Copy `function_dir` and its requirements' installed files into a fresh `staging_dir`, then write each
+    `generated` file (path inside the bundle -> text), such as the settings synthesis fixes."""
     if staging_dir.exists():
         shutil.rmtree(staging_dir)
     shutil.copytree(function_dir, staging_dir, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "tests"))
+    for relative, text in (generated or {}).items():
+        target = staging_dir / relative
+        if target.exists():
+            raise LambdaBundleError(f"generated file {relative} would overwrite {function_dir / relative}: "
+                                    "rename one of them")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
     requirements_file = function_dir / "requirements.txt"
     pins = read_pins(requirements_file) if requirements_file.exists() else []
     for name, version in pins:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import jsii
+from aws_cdk import Stack
 from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
@@ -21,6 +25,35 @@ def training_job_state_pattern(project_prefix: str, states: tuple[str, ...]) -> 
     )
 
 
+def allow_publishing(topic: sns.ITopic, *, service: str, source_arns: Sequence[str]) -> None:
+    """Let one AWS service publish to `topic` for these sources of this account, and for nothing else.
+
+    A topic with a policy of its own has no default policy, so every service that publishes needs a statement;
+    `aws:SourceAccount` and `aws:SourceArn` keep other accounts' rules and alarms out (the confused-deputy
+    conditions of AWS's SNS access-policy examples).
+    """
+    topic.add_to_resource_policy(iam.PolicyStatement(
+        sid=f"PublishFrom{service.split('.')[0].title()}",
+        principals=[iam.ServicePrincipal(service)],
+        actions=["sns:Publish"],
+        resources=[topic.topic_arn],
+        conditions={"StringEquals": {"aws:SourceAccount": Stack.of(topic).account},
+                    "ArnEquals": {"aws:SourceArn": list(source_arns)}},
+    ))
+
+
+@jsii.implements(events.IRuleTarget)
+class _TopicTarget:
+    """An SNS topic as a rule target, without the grant `targets.SnsTopic` adds: that one lets
+    events.amazonaws.com publish for any rule of any account; `allow_publishing` names the rules instead."""
+
+    def __init__(self, topic: sns.ITopic) -> None:
+        self._topic = topic
+
+    def bind(self, _rule: events.IRule, _id: str | None = None) -> events.RuleTargetConfig:
+        return events.RuleTargetConfig(arn=self._topic.topic_arn)
+
+
 class JobNotifications(Construct):
     """The topic (also used by the trigger for rejected input) and the job state rules that publish to it."""
 
@@ -35,8 +68,9 @@ class JobNotifications(Construct):
             self, "TrainingJobStateRule",
             description=f"{project_prefix} training jobs that finished, failed or stopped",
             event_pattern=training_job_state_pattern(project_prefix, TERMINAL_JOB_STATES),
-            targets=[targets.SnsTopic(self.topic)],
+            targets=[_TopicTarget(self.topic)],
         )
+        allow_publishing(self.topic, service="events.amazonaws.com", source_arns=[self.job_state_rule.rule_arn])
         # A rule of its own, so that CloudWatch counts failures (AWS/Events MatchedEvents) for the alarm.
         self.job_failed_rule = events.Rule(
             self, "TrainingJobFailedRule",

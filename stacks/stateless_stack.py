@@ -3,10 +3,11 @@ alarms."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Stack
+from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
 from stacks.alarms import PipelineAlarms
@@ -15,14 +16,14 @@ from stacks.execution_role import SageMakerExecutionRole
 from stacks.lambda_bundle import stage_lambda_bundle
 from stacks.model_registration import ModelRegistration
 from stacks.notifications import JobNotifications
+from stacks.shared_resources import export_name, import_shared_resources
 from stacks.source_bundle import TrainingSourceBundle
-from stacks.shared_resources import import_shared_resources
+from stacks.source_layout import PROJECT_ROOT
 from stacks.stateful_stack import removal_policy_of
 from stacks.training_image import DlcImage
 from stacks.training_trigger import TrainingTrigger
-from stacks.trigger_environment import trigger_environment
+from stacks.trigger_environment import STATIC_SETTINGS_FILE, trigger_environment, trigger_static_settings
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 class StatelessStack(Stack):
@@ -40,7 +41,8 @@ class StatelessStack(Stack):
             key=data_key, subnet_ids=config.subnet_ids, security_group_ids=config.security_group_ids,
             extra_data_buckets=config.extra_data_buckets,
         ).role
-        source_bundle = TrainingSourceBundle(self, "TrainingSourceBundle", source_dir=PROJECT_ROOT / "training_code",
+        source_members = config.source_members()
+        source_bundle = TrainingSourceBundle(self, "TrainingSourceBundle", members=source_members,
                                              build_dir=build_dir / "training-source")
         source_bundle.grant_read(execution_role)
         notifications = JobNotifications(self, "JobNotifications", project_prefix=config.project_prefix,
@@ -55,7 +57,10 @@ class StatelessStack(Stack):
         )
         trigger = TrainingTrigger(
             self, "TrainingTrigger",
-            asset_dir=stage_lambda_bundle(PROJECT_ROOT / "lambda" / "trigger", build_dir / "lambda-trigger"),
+            asset_dir=stage_lambda_bundle(
+                PROJECT_ROOT / "lambda" / "trigger", build_dir / "lambda-trigger",
+                generated={STATIC_SETTINGS_FILE: json.dumps(trigger_static_settings(config, bundle_files=source_members),
+                                                             indent=1) + "\n"}),
             environment=environment, data_bucket=stateful.data_bucket, dataset_prefix=config.dataset_prefix,
             marker_names=config.marker_names, project_prefix=config.project_prefix, execution_role=execution_role,
             topic=notifications.topic, key=data_key, environment_key=stateful.key,
@@ -68,7 +73,8 @@ class StatelessStack(Stack):
         registration = ModelRegistration(
             self, "ModelRegistration",
             asset_dir=stage_lambda_bundle(PROJECT_ROOT / "lambda" / "registrar", build_dir / "lambda-registrar"),
-            project_prefix=config.project_prefix, threshold=config.registration_threshold,
+            project_prefix=config.project_prefix, quality_metrics=config.model_quality_metrics,
+            threshold=config.registration_threshold,
             artifacts_bucket=stateful.artifacts_bucket, topic=notifications.topic, key=data_key,
             environment_key=stateful.key, log_retention_days=config.log_retention_days,
             removal_policy=removal_policy_of(config),
@@ -76,3 +82,7 @@ class StatelessStack(Stack):
         PipelineAlarms(self, "Alarms", job_failed_rule=notifications.job_failed_rule,
                        dead_letter_queue=trigger.dead_letter_queue,
                        registration_dead_letter_queue=registration.dead_letter_queue, topic=notifications.topic)
+        # What `aws lambda invoke` and a subscriber need (README, Deploy), exported by name like the stateful stack's.
+        for attribute, value in (("TriggerFunctionName", trigger.function.function_name),
+                                 ("NotificationTopicArn", notifications.topic.topic_arn)):
+            CfnOutput(self, attribute, value=value, export_name=export_name(export_prefix, attribute))

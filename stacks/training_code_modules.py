@@ -12,16 +12,21 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-RANKER_DIR = Path(__file__).resolve().parents[1] / "training_code" / "ranker"
+TRAINING_CODE_DIR = Path(__file__).resolve().parents[1] / "training_code"
 
 
 @functools.cache
-def ranker_module(name: str) -> ModuleType:
-    """`training_code/ranker/<name>.py` as a module (`log_format`, `container_profiles`)."""
-    path = RANKER_DIR / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"ranker_{name}", path)
+def training_code_module(relative_path: str) -> ModuleType:
+    """`training_code/<relative_path>` as a module, e.g. `ranker/log_format.py`,
+    `sagemaker_distributed/container_profiles.py`."""
+    path = TRAINING_CODE_DIR / relative_path
+    name = "training_code_" + relative_path.removesuffix(".py").replace("/", "_")
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None or not path.is_file():
         raise FileNotFoundError(f"{path} is missing: synthesis reads it from the training code")
+    # Their own imports stay within these stdlib-only modules (ranker/config.py reads sagemaker_distributed.paths).
+    if str(TRAINING_CODE_DIR) not in sys.path:
+        sys.path.append(str(TRAINING_CODE_DIR))
     module = importlib.util.module_from_spec(spec)
     # Registered before running: dataclasses look their module up in sys.modules.
     sys.modules[spec.name] = module

@@ -12,7 +12,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from stacks.compliance import acknowledge_wildcards
+from stacks.compliance import acknowledge_wildcards, skip_checkov
 from stacks.project_function import add_project_function
 
 TRAINING_JOB_ACTIONS = ["sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:AddTags"]
@@ -37,7 +37,7 @@ class TrainingTrigger(Construct):
                  data_bucket: s3.IBucket, dataset_prefix: str, marker_names: tuple[str, ...],
                  project_prefix: str, execution_role: iam.IRole, topic: sns.ITopic, key: kms.IKey | None,
                  environment_key: kms.IKey,
-                 reserved_concurrency: int, timeout_seconds: int, retry_attempts: int, max_event_age_seconds: int,
+                 reserved_concurrency: int | None, timeout_seconds: int, retry_attempts: int, max_event_age_seconds: int,
                  log_retention_days: int, retrain_schedule: str | None, removal_policy: RemovalPolicy) -> None:
         super().__init__(scope, construct_id)
         parts = add_project_function(
@@ -49,6 +49,12 @@ class TrainingTrigger(Construct):
             removal_policy=removal_policy)
         self.dead_letter_queue, self.log_group, self.role, self.function = (
             parts.dead_letter_queue, parts.log_group, parts.role, parts.function)
+        if reserved_concurrency is None:
+            skip_checkov(self.function.node.default_child, "CKV_AWS_115",
+                         "Reserved concurrency is opt-in (trigger_reserved_concurrency): Lambda keeps 100 of an "
+                         "account's concurrency unreserved, so a reservation fails to deploy where the account's "
+                         "quota is low; each invocation starts at most one job per marker, and the cost ceilings "
+                         "bound every job.")
         self._grant(data_bucket=data_bucket, dataset_prefix=dataset_prefix, project_prefix=project_prefix,
                     execution_role=execution_role, topic=topic)
         self.marker_rule = events.Rule(

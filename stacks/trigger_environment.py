@@ -1,68 +1,89 @@
-"""The trigger Lambda's environment: the contract between the stack and lambda/trigger (all strings)."""
+"""The contract between the stack and lambda/trigger: the Lambda environment and the settings file in its bundle.
+
+Only what deployment resolves (bucket names, ARNs, URIs) and what the runtime's libraries read at import go into the
+environment, which Lambda caps at 4 KB for all variables together; everything the configuration fixes at synthesis
+goes into `STATIC_SETTINGS_FILE` inside the function's bundle (lambda/trigger/training_trigger/settings.py reads
+both).
+"""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterable
+from typing import Any
 
 from stacks.buckets import CHECKPOINT_PREFIX, MODEL_PREFIX
 from stacks.config import PipelineConfig
-from stacks.training_code_modules import ranker_module
+from stacks.source_layout import project_path
+from stacks.training_code_modules import TRAINING_CODE_DIR, training_code_module
 
 POWERTOOLS_SERVICE_NAME = "training-trigger"
+STATIC_SETTINGS_FILE = "stack_settings.json"
+# The project's own entry points: the trigger checks their hyperparameters against the training code's flags.
+RANKER_ENTRY_POINTS = ("train_ddp.py", "train_lightning.py")
 
 
-def metric_definitions() -> list[dict[str, str]]:
-    """The training code's own `MetricDefinitions`."""
-    return ranker_module("log_format").metric_definitions()
+def metric_definitions(config: PipelineConfig) -> list[dict[str, str]]:
+    """The configured `MetricDefinitions`, else the project's training code's own."""
+    if config.metric_definitions is not None:
+        return [definition.model_dump() for definition in config.metric_definitions]
+    return training_code_module("ranker/log_format.py").metric_definitions()
 
 
 def trigger_environment(config: PipelineConfig, *, data_bucket: str, artifacts_bucket: str, role_arn: str,
                         image_uri: str, source_bundle_uri: str, kms_key_arn: str | None,
                         notification_topic_arn: str) -> dict[str, str]:
-    """Every variable the trigger reads, and nothing else."""
+    """Every variable the trigger and Powertools read, and nothing else."""
     return {
         "DATA_BUCKET": data_bucket,
         "ARTIFACTS_BUCKET": artifacts_bucket,
-        "DATASET_PREFIX": config.dataset_prefix,
-        "MARKER_NAMES": ",".join(config.marker_names),
-        "JOB_NAME_PREFIX": config.project_prefix,
         "ROLE_ARN": role_arn,
         "TRAINING_IMAGE_URI": image_uri,
-        "IMAGE_SOURCE": config.image_source,
-        "FRAMEWORK_VERSION": config.framework_version,
-        "PYTHON_VERSION": config.python_version,
         "SOURCE_BUNDLE_URI": source_bundle_uri,
         "OUTPUT_S3_URI": f"s3://{artifacts_bucket}/{MODEL_PREFIX}",
         "CHECKPOINT_S3_URI": f"s3://{artifacts_bucket}/{CHECKPOINT_PREFIX}",
-        "DEFAULT_ENTRY_POINT": config.entry_point,
-        "DEFAULT_DISTRIBUTION": config.distribution,
-        "DEFAULT_INSTANCE_TYPE": config.instance_type,
-        "DEFAULT_INSTANCE_COUNT": str(config.instance_count),
-        "MAX_INSTANCE_COUNT": str(config.max_instance_count),
-        "MAX_RUNTIME_CEILING_SECONDS": str(config.max_runtime_ceiling_seconds),
-        "EXTRA_DATA_BUCKETS": ",".join(config.extra_data_buckets),
-        "DEFAULT_HYPERPARAMETERS": json.dumps(config.default_hyperparameters, sort_keys=True),
-        "INPUT_MODE": config.input_mode,
-        "VOLUME_SIZE_GB": str(config.volume_size_gb),
-        "MAX_RUNTIME_SECONDS": str(config.max_runtime_seconds),
-        "USE_SPOT": _flag(config.use_spot),
-        "TENSORBOARD": _flag(config.tensorboard),
-        "MAX_WAIT_SECONDS": str(config.max_wait_seconds),
-        "KEEP_ALIVE_SECONDS": str(config.keep_alive_seconds),
-        "JOB_RETRY_ATTEMPTS": str(config.job_retry_attempts),
-        "SUBNET_IDS": ",".join(config.subnet_ids),
-        "SECURITY_GROUP_IDS": ",".join(config.security_group_ids),
         "KMS_KEY_ARN": kms_key_arn or "",
-        "ENABLE_NETWORK_ISOLATION": _flag(config.enable_network_isolation),
-        "ENABLE_INTER_CONTAINER_ENCRYPTION": _flag(config.enable_inter_container_encryption),
-        "METRIC_DEFINITIONS": json.dumps(metric_definitions()),
-        "CONTAINER_LOG_LEVEL": "20",
         "NOTIFICATION_TOPIC_ARN": notification_topic_arn,
+        "STATIC_SETTINGS_FILE": STATIC_SETTINGS_FILE,
         "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
         "POWERTOOLS_METRICS_NAMESPACE": config.project_prefix,
         "POWERTOOLS_LOG_LEVEL": "INFO",
     }
 
 
-def _flag(value: bool) -> str:
-    return "true" if value else "false"
+def trigger_static_settings(config: PipelineConfig, *, bundle_files: Iterable[str]) -> dict[str, Any]:
+    """The settings file's object: the configuration as the trigger needs it, the bundle's file list, and the
+    training code's flag definitions for the project's own entry points."""
+    runs_project_code = project_path(config.source_dir) == TRAINING_CODE_DIR
+    return {
+        "dataset_prefix": config.dataset_prefix,
+        "marker_names": list(config.marker_names),
+        "job_name_prefix": config.project_prefix,
+        "image_source": config.image_source,
+        "framework_version": config.framework_version,
+        "python_version": config.python_version,
+        "default_entry_point": config.entry_point,
+        "default_distribution": config.distribution,
+        "default_instance_type": config.instance_type,
+        "default_instance_count": config.instance_count,
+        "max_instance_count": config.max_instance_count,
+        "max_runtime_ceiling_seconds": config.max_runtime_ceiling_seconds,
+        "extra_data_buckets": list(config.extra_data_buckets),
+        "default_hyperparameters": dict(sorted(config.default_hyperparameters.items())),
+        "input_mode": config.input_mode,
+        "volume_size_gb": config.volume_size_gb,
+        "max_runtime_seconds": config.max_runtime_seconds,
+        "use_spot": config.use_spot,
+        "tensorboard": config.tensorboard,
+        "max_wait_seconds": config.max_wait_seconds,
+        "keep_alive_seconds": config.keep_alive_seconds,
+        "job_retry_attempts": config.job_retry_attempts,
+        "subnet_ids": list(config.subnet_ids),
+        "security_group_ids": list(config.security_group_ids),
+        "enable_network_isolation": config.enable_network_isolation,
+        "enable_inter_container_encryption": config.enable_inter_container_encryption,
+        "metric_definitions": metric_definitions(config),
+        "container_log_level": "20",
+        "bundle_files": sorted(bundle_files),
+        "checked_entry_points": list(RANKER_ENTRY_POINTS) if runs_project_code else [],
+        "training_flags": training_code_module("ranker/config.py").flag_definitions() if runs_project_code else {},
+    }

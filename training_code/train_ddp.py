@@ -1,5 +1,5 @@
 """Trains the ranking MLP with a native PyTorch loop: DDP across processes, or on GPU the fast paths this torch allows
-(ranker.fast_paths; rank 0 logs the path taken as its first line).
+(ranker.gpu.fast_paths; rank 0 logs the path taken as its first line).
 
 Launch commands (all flags optional except the training channel outside SageMaker):
 
@@ -21,9 +21,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from ranker import checkpoint, engine
-from ranker.bookkeeping import Bookkeeping
-from ranker.session import Session, run_training
+from ranker.native.bookkeeping import Bookkeeping
+from ranker.training import checkpoint, engine
+from ranker.training.session import Session, run_training
 
 
 def train(session: Session) -> None:

@@ -12,11 +12,11 @@ Launch commands (all flags optional except the training channel outside SageMake
     PyTorch(entry_point="train_lightning.py", source_dir="training_code", distribution={"torch_distributed":
             {"enabled": True}}, hyperparameters={"epochs": 40, "batch-size": 16}, ...).fit({"train": "s3://..."})
 
-The pieces are Lightning's: a `RankingModule` (ranker.lightning_module), a `RankingDataModule`
-(ranker.lightning_data), and a `Trainer` with DDP across the ranks the launcher started (`SageMakerEnvironment`;
-FusedDataParallel in place of DDP where the native trainer uses it, ranker.lightning_strategy), bf16-mixed precision
+The pieces are Lightning's: a `RankingModule` (ranker.lightning.module), a `RankingDataModule`
+(ranker.lightning.datamodule), and a `Trainer` with DDP across the ranks the launcher started (`SageMakerEnvironment`;
+FusedDataParallel in place of DDP where the native trainer uses it, ranker.lightning.strategy), bf16-mixed precision
 on GPU, `ModelCheckpoint` into the checkpoint folder SageMaker syncs (a rerun resumes from `last`), CSV and
-TensorBoard loggers, and the callbacks of ranker.lightning_callbacks. Add a callback in `build_callbacks`, a logger in
+TensorBoard loggers, and the callbacks of ranker.lightning.callbacks. Add a callback in `build_callbacks`, a logger in
 `build_loggers`. Every flag is listed by `python train_lightning.py --help` and in docs/training.md; docs/lightning.md
 describes checkpoints, resuming and SIGTERM.
 """
@@ -30,36 +30,31 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import lightning as L
+import sagemaker_distributed as distributed
 import torch
 from lightning.pytorch.callbacks import Callback, ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
 from lightning.pytorch.strategies import Strategy
-
-from ranker import distributed
-from ranker.checkpoint import seed_everything
-from ranker.cluster_environment import SageMakerEnvironment
-from ranker.config import RunConfig, parse_config
-from ranker.distributed import Topology
-from ranker.failure import failure_reported
-from ranker.lightning_callbacks import MetricLines, RandomStatePerRank, SpotInterruptionCheckpoint
-from ranker.lightning_data import RankingDataModule
-from ranker.lightning_module import RankingModule
-from ranker.lightning_strategy import FusedDataParallelStrategy
+from ranker.config import ConfigError, RunConfig, parse_config
+from ranker.lightning.callbacks import MetricLines, RandomStatePerRank
+from ranker.lightning.datamodule import RankingDataModule
+from ranker.lightning.module import RankingModule
+from ranker.lightning.strategy import FusedDataParallelStrategy
 from ranker.log_format import format_metrics
-from ranker.session import model_config_for, write_artifacts
+from ranker.training.checkpoint import seed_everything
+from ranker.training.session import model_config_for, write_artifacts
+from sagemaker_distributed import Topology
+from sagemaker_distributed.failure import failure_reported
+from sagemaker_distributed.lightning import SpotInterruptionCheckpoint
 
 
 def build_strategy(config: RunConfig, topology: Topology) -> Strategy | str:
     if topology.world_size == 1:
         return "auto"
-    cuda = torch.cuda.is_available()
-    backend = distributed.resolve_backend(config.train.backend, topology, cuda,
-                                          topology.launcher == "mpirun" and distributed.smddp_available())
-    # FusedDataParallel where the native trainer uses it (ranker.lightning_strategy), else DDP. The MLP uses every
+    # FusedDataParallel where the native trainer uses it (ranker.lightning.strategy), else DDP. The MLP uses every
     # parameter every step: DDP can fix its buckets once (static_graph) and let the gradients live in them
     # (gradient_as_bucket_view) instead of copying them in and out.
-    return FusedDataParallelStrategy(cluster_environment=SageMakerEnvironment(topology), process_group_backend=backend,
-                       gradient_as_bucket_view=True, static_graph=True)
+    return FusedDataParallelStrategy(topology, config.train.backend, gradient_as_bucket_view=True, static_graph=True)
 
 
 def build_loggers(config: RunConfig) -> list[Logger]:
@@ -92,7 +87,7 @@ def build_trainer(config: RunConfig, topology: Topology, callbacks: list[Callbac
         strategy=build_strategy(config, topology), precision="bf16-mixed" if cuda and train.precision == "bf16"
         else "32-true", max_epochs=-1 if train.max_steps else train.epochs, max_steps=train.max_steps or -1,
         callbacks=callbacks, logger=loggers, log_every_n_steps=train.log_every,
-        # The data module already splits every batch across the ranks (ranker.batches' global order).
+        # The data module already splits every batch across the ranks (ranker.data.batches' global order).
         use_distributed_sampler=False,
         enable_progress_bar=progress_bar, default_root_dir=config.paths.output_data_dir)
     return L.Trainer(**{**settings, **overrides})
@@ -124,7 +119,7 @@ def train(config: RunConfig) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    with failure_reported():
+    with failure_reported(usage_errors=(ConfigError,)):
         config = parse_config(sys.argv[1:] if argv is None else argv, os.environ, __doc__)
         try:
             train(config)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from sagemaker_distributed.container_profiles import ContainerProfile
 
 from local_mode.container_envs import ContainerEnv
-from ranker.container_profiles import ContainerProfile
 
 from .profile_envs import PARITY_PROFILES, build_or_skip
 

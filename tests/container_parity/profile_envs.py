@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 
 import pytest
+from sagemaker_distributed import container_profiles
 
 from local_mode.container_envs import ContainerEnv, MissingInterpreter, container_env
-from ranker import container_profiles
 
 PARITY_PROFILES = (container_profiles.PROFILES[0], container_profiles.PROFILES[-1])
 

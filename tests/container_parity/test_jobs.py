@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
+from training_trigger.request import distribution_hyperparameters, json_encode_hyperparameters
 
 from local_mode.container_layout import HostFolder, input_data_config, resource_config
 from local_mode.network import free_port
 from stacks.source_bundle import pack_source_dir
-from training_trigger.request import distribution_hyperparameters, json_encode_hyperparameters
 
 from .profile_envs import PARITY_PROFILES, build_or_skip
 

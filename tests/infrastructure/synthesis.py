@@ -36,7 +36,7 @@ class SynthesizedApp:
 
 def feature_flags() -> dict[str, Any]:
     """cdk.json's feature flags: constructs behave in tests as in `cdk synth`."""
-    return {key: value for key, value in CDK_CONTEXT.items() if key.startswith("@aws-cdk/")}
+    return {key: value for key, value in CDK_CONTEXT.items() if key.startswith("@aws-cdk")}
 
 
 def bare_stack() -> Stack:
@@ -72,3 +72,22 @@ def function_of_service(template: dict[str, Any], service_name: str) -> dict[str
                  .get("POWERTOOLS_SERVICE_NAME") == service_name]
     assert len(functions) == 1, f"expected one function of service {service_name!r}, found {len(functions)}"
     return functions[0]
+
+
+def trigger_asset_dir(app: SynthesizedApp) -> Path:
+    """The trigger's staged asset folder in cdk.out."""
+    return function_asset_dir(app, "training-trigger")
+
+
+def function_asset_dir(app: SynthesizedApp, service_name: str) -> Path:
+    """A function's staged asset folder in cdk.out, found by the function's code key."""
+    asset_hash = function_of_service(app.stateless, service_name)["Properties"]["Code"]["S3Key"].removesuffix(".zip")
+    asset_dir = app.out_dir / f"asset.{asset_hash}"
+    assert asset_dir.is_dir(), f"the function's asset folder {asset_dir} is missing from cdk.out"
+    return asset_dir
+
+
+def synthesized_static_settings(app: SynthesizedApp) -> dict[str, Any]:
+    """The settings file the synthesized function's environment names, read from its asset folder."""
+    environment = trigger_function(app.stateless)["Properties"]["Environment"]["Variables"]
+    return json.loads((trigger_asset_dir(app) / environment["STATIC_SETTINGS_FILE"]).read_text())

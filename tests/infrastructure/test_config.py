@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import tarfile
+from pathlib import Path
+
 import pytest
 from aws_cdk import App
 
 from app import config_from_context
 from stacks.config import ConfigError
+
 from .synthesis import CDK_CONTEXT, config_for
 
 
@@ -49,8 +55,11 @@ def test_cdk_json_defaults_are_valid_for_every_named_environment() -> None:
     ({"distribution": "torch_distributed", "instance_type": "ml.c5.xlarge"}, ["instance_type", "ml.c5.xlarge", "GPU"]),
     ({"distribution": "pytorchddp", "framework_version": "2.3.0"}, ["distribution", "pytorchddp", "2.2.0"]),
     ({"unknown_key": 1}, ["unknown_key"]),
-    ({"registration_threshold": {"metric": "val_loss", "minimum": 0.1}},
-     ["registration_threshold.metric", "val_loss", "test_ndcg@10"]),
+    ({"registration_threshold": {"metric": "epoch", "minimum": 3}},
+     ["registration_threshold.metric", "epoch", "test_ndcg@10"]),
+    ({"registration_threshold": {"metric": "test_ndcg@10", "minimum": 0.5},
+      "metric_definitions": [{"Name": "auc", "Regex": "auc=([0-9.]+)"}]},
+     ["registration_threshold.metric", "test_ndcg@10", "auc"]),
     ({"registration_threshold": '{"metric": "test_ndcg@10", "minimum": "high"}'},
      ["registration_threshold.minimum", "high", "number"]),
     ({"registration_threshold": {"metric": "test_ndcg@10"}}, ["registration_threshold.minimum", "required"]),
@@ -91,7 +100,44 @@ def test_context_strings_from_the_command_line_override_cdk_json() -> None:
     assert config.log_retention_days == CDK_CONTEXT["environments"]["prod"]["log_retention_days"]
 
 
+def test_reserved_concurrency_is_opt_in_from_the_command_line() -> None:
+    # Given cdk.json as committed, then with `-c trigger_reserved_concurrency=3`
+    defaults = {env_name: config_for(env_name).trigger_reserved_concurrency for env_name in CDK_CONTEXT["environments"]}
+    opted_in = config_from_context(App(context={**CDK_CONTEXT, "trigger_reserved_concurrency": "3"}))
+    # Then no environment reserves any by default, and the opt-in arrives typed
+    assert defaults == {"dev": None, "prod": None}
+    assert opted_in.trigger_reserved_concurrency == 3
+
+
+def _recommended_feature_flags() -> dict:
+    """The flags the installed aws-cdk-lib recommends for new projects: what `cdk init` writes into cdk.json."""
+    package_dir = Path(importlib.util.find_spec("aws_cdk").submodule_search_locations[0])
+    [library] = (package_dir / "_jsii").glob("aws-cdk-lib@*.jsii.tgz")
+    with tarfile.open(library) as archive:
+        return json.load(archive.extractfile("package/recommended-feature-flags.json"))
+
+
+def test_cdk_json_sets_every_feature_flag_cdk_init_writes_for_the_pinned_library() -> None:
+    # Given the pinned aws-cdk-lib's recommended flags
+    recommended = _recommended_feature_flags()
+    # When cdk.json's context is read / Then it sets each of them to the recommended value
+    assert {flag: CDK_CONTEXT.get(flag) for flag in recommended} == recommended
+
+
 def test_config_is_frozen() -> None:
     config = config_for("dev")
     with pytest.raises(ValueError):
         config.instance_count = 5  # type: ignore[misc]
+
+
+def test_the_registered_metrics_are_the_jobs_metrics_but_the_run_counters() -> None:
+    # Given the project's own metrics, then metric_definitions of the user's code
+    default = config_for("dev").model_quality_metrics
+    custom = config_for("dev", metric_definitions=[{"Name": "epoch", "Regex": "epoch=([0-9]+)"},
+                                                    {"Name": "auc", "Regex": "auc=([0-9.]+)"}])
+    # Then the model's metrics leave out epoch, step, learning rate and throughput
+    assert default == ("train_loss", "val_loss", "val_ndcg@1", "val_ndcg@3", "val_ndcg@5", "val_ndcg@10",
+                       "test_ndcg@1", "test_ndcg@3", "test_ndcg@5", "test_ndcg@10")
+    assert custom.model_quality_metrics == ("auc",)
+    assert config_for("dev", registration_threshold={"metric": "auc", "minimum": 0.7},
+                      metric_definitions=[{"Name": "auc", "Regex": "auc=([0-9.]+)"}]).registration_threshold.minimum == 0.7

@@ -43,6 +43,26 @@ def test_project_key_rotates() -> None:
                                             "DeletionPolicy": "Retain"})
 
 
+def test_project_key_lets_eventbridge_and_alarms_encrypt_for_the_topic() -> None:
+    # Given the project key, which encrypts the notification topic
+    stack = bare_stack()
+    ProjectKey(stack, "Key", project_prefix="ranker", removal_policy=RemovalPolicy.RETAIN)
+    [key] = Template.from_stack(stack).find_resources("AWS::KMS::Key").values()
+    # When its statements for the publishing services are read
+    by_service = {statement["Principal"]["Service"]: statement
+                  for statement in key["Properties"]["KeyPolicy"]["Statement"]
+                  if statement["Principal"].get("Service") in ("events.amazonaws.com", "cloudwatch.amazonaws.com")}
+    # Then both may encrypt messages for the topic. SNS does not support aws:SourceAccount / aws:SourceArn in the
+    # key policy for EventBridge-to-encrypted-topic delivery (such a condition drops every event), while
+    # CloudWatch's statement keeps the account condition; the topic policy scopes both to their sources.
+    assert {service: sorted(statement["Action"]) for service, statement in by_service.items()} == {
+        "events.amazonaws.com": ["kms:Decrypt", "kms:GenerateDataKey*"],
+        "cloudwatch.amazonaws.com": ["kms:Decrypt", "kms:GenerateDataKey*"]}
+    assert "Condition" not in by_service["events.amazonaws.com"]
+    assert by_service["cloudwatch.amazonaws.com"]["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+
+
 @pytest.mark.parametrize("with_key", [True, False])
 def test_buckets_are_versioned_private_encrypted_logged_and_expire_old_versions(with_key: bool) -> None:
     stack = bare_stack()
@@ -83,13 +103,31 @@ def test_image_repository_scans_on_push_keeps_tags_immutable_and_the_newest_imag
     })
 
 
-def _execution_role(subnet_ids: tuple[str, ...] = (), security_group_ids: tuple[str, ...] = ()) -> Template:
+def _execution_role(subnet_ids: tuple[str, ...] = (), security_group_ids: tuple[str, ...] = (), *,
+                    with_key: bool = False) -> Template:
     stack = bare_stack()
     SageMakerExecutionRole(
         stack, "Role", data_bucket=s3.Bucket(stack, "Data"), dataset_prefix="datasets/",
         artifacts_bucket=s3.Bucket(stack, "Artifacts"), repository=ecr.Repository(stack, "Repo"), dlc_image=DLC,
-        key=None, subnet_ids=subnet_ids, security_group_ids=security_group_ids)
+        key=kms.Key(stack, "Key") if with_key else None, subnet_ids=subnet_ids, security_group_ids=security_group_ids)
     return Template.from_stack(stack)
+
+
+@pytest.mark.parametrize("with_key", [True, False])
+def test_execution_role_creates_volume_key_grants_for_aws_resources_only(with_key: bool) -> None:
+    # Given the role with and without the project key (VolumeKmsKeyId is sent only with the key)
+    statements = _policy_statements(_execution_role(with_key=with_key))
+    # When its CreateGrant statements are read
+    grants = [statement for statement in statements if "kms:CreateGrant" in statement["Action"]]
+    # Then SageMaker may create the volume key's grant on the role's behalf (AWS: the execution role needs
+    # kms:CreateGrant for a volume key), on that key only and only for grants an AWS service uses
+    if not with_key:
+        assert grants == []
+        return
+    [grant] = grants
+    assert grant["Action"] == "kms:CreateGrant"
+    assert grant["Condition"] == {"Bool": {"kms:GrantIsForAWSResource": "true"}}
+    assert list(grant["Resource"]) == ["Fn::GetAtt"] and grant["Resource"]["Fn::GetAtt"][1] == "Arn"
 
 
 def test_execution_role_is_for_sagemaker_and_pulls_only_the_configured_dlc_repository() -> None:
@@ -112,7 +150,7 @@ def test_execution_role_gets_eni_actions_only_with_a_vpc() -> None:
     assert "ec2:CreateNetworkInterface" in with_vpc
 
 
-def _trigger(tmp_path: Path, *, retrain_schedule: str | None) -> Template:
+def _trigger(tmp_path: Path, *, retrain_schedule: str | None, reserved_concurrency: int | None = 3) -> Template:
     stack = bare_stack()
     asset_dir = tmp_path / "asset"
     asset_dir.mkdir()
@@ -122,7 +160,7 @@ def _trigger(tmp_path: Path, *, retrain_schedule: str | None) -> Template:
         dataset_prefix="datasets/", marker_names=("_SUCCESS", "manifest.json"), project_prefix="ranker",
         execution_role=iam.Role(stack, "Exec", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com")),
         topic=sns.Topic(stack, "Topic"), key=kms.Key(stack, "Key"), environment_key=kms.Key(stack, "EnvKey"),
-        reserved_concurrency=3, timeout_seconds=45, retry_attempts=1, max_event_age_seconds=600,
+        reserved_concurrency=reserved_concurrency, timeout_seconds=45, retry_attempts=1, max_event_age_seconds=600,
         log_retention_days=30, retrain_schedule=retrain_schedule, removal_policy=RemovalPolicy.DESTROY)
     return Template.from_stack(stack)
 
@@ -140,6 +178,12 @@ def test_trigger_function_is_arm64_current_python_bounded_and_retries_into_an_en
     })
     template.has_resource_properties("AWS::SQS::Queue", {"KmsMasterKeyId": Match.any_value()})
     template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30, "KmsKeyId": Match.any_value()})
+
+
+def test_trigger_without_a_reservation_leaves_concurrency_unreserved(tmp_path: Path) -> None:
+    template = _trigger(tmp_path, retrain_schedule=None, reserved_concurrency=None)
+    template.has_resource_properties("AWS::Lambda::Function", {
+        "Handler": "handler.lambda_handler", "ReservedConcurrentExecutions": Match.absent()})
 
 
 def test_trigger_rule_matches_marker_keys_under_the_dataset_prefix(tmp_path: Path) -> None:
@@ -178,6 +222,12 @@ def test_notifications_topic_is_encrypted_and_hears_this_projects_jobs(email: st
         "detail": {"TrainingJobName": [{"prefix": "ranker-"}], "TrainingJobStatus": ["Completed", "Failed", "Stopped"]},
     }})
     template.resource_count_is("AWS::SNS::Subscription", 1 if email else 0)
+    # Only this stack's state rule may publish as EventBridge, for this account
+    template.has_resource_properties("AWS::SNS::TopicPolicy", {"PolicyDocument": {"Statement": Match.array_with([
+        Match.object_like({"Effect": "Allow", "Principal": {"Service": "events.amazonaws.com"},
+                           "Condition": {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+                                         "ArnEquals": {"aws:SourceArn": [{"Fn::GetAtt": [Match.string_like_regexp(
+                                             "TrainingJobStateRule"), "Arn"]}]}}})])}})
 
 
 def _registration(tmp_path: Path, threshold: RegistrationThreshold | None = None) -> Template:
@@ -186,7 +236,8 @@ def _registration(tmp_path: Path, threshold: RegistrationThreshold | None = None
     asset_dir.mkdir()
     (asset_dir / "handler.py").write_text("def lambda_handler(event, context):\n    return None\n")
     key = kms.Key(stack, "Key")
-    ModelRegistration(stack, "Registration", asset_dir=asset_dir, project_prefix="ranker", threshold=threshold,
+    ModelRegistration(stack, "Registration", asset_dir=asset_dir, project_prefix="ranker",
+                      quality_metrics=("val_ndcg@10", "test_ndcg@10"), threshold=threshold,
                       artifacts_bucket=s3.Bucket(stack, "Artifacts", encryption_key=key),
                       topic=sns.Topic(stack, "Topic"), key=key, environment_key=kms.Key(stack, "EnvKey"),
                       log_retention_days=14, removal_policy=RemovalPolicy.DESTROY)
@@ -204,7 +255,8 @@ def test_registration_runs_on_this_projects_completed_jobs_only(tmp_path: Path) 
     template.has_resource_properties("AWS::Lambda::Function", {
         "Handler": "handler.lambda_handler", "Architectures": ["arm64"], "KmsKeyArn": Match.any_value(),
         "Environment": {"Variables": Match.object_like({"PROJECT_PREFIX": "ranker", "THRESHOLD_METRIC": "",
-                                                        "THRESHOLD_MINIMUM": ""})},
+                                                        "THRESHOLD_MINIMUM": "",
+                                                        "MODEL_QUALITY_METRICS": "val_ndcg@10,test_ndcg@10"})},
     })
     template.has_resource_properties("AWS::Lambda::EventInvokeConfig", {
         "DestinationConfig": {"OnFailure": {"Destination": Match.any_value()}}})

@@ -9,21 +9,22 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sagemaker import fw_utils
-
-from ranker import container_profiles as profiles
-from stacks.config import ConfigError
-from stacks.lambda_bundle import stage_lambda_bundle
-from stacks.training_image import resolve_dlc_image
-from stacks.trigger_environment import trigger_environment
+from sagemaker_distributed import container_profiles as profiles
 from training_trigger.planning import TrainingJobSpec
 from training_trigger.preflight import preflight_errors
 from training_trigger.request import build_training_job_request
-from training_trigger.settings import Settings, settings_from_environ
+from training_trigger.settings import Settings, settings_from
 
-from .synthesis import PROJECT_ROOT, config_for, synthesize, trigger_function
+from stacks.config import ConfigError
+from stacks.lambda_bundle import stage_lambda_bundle
+from stacks.training_image import resolve_dlc_image
+from stacks.trigger_environment import trigger_environment, trigger_static_settings
+
+from .synthesis import PROJECT_ROOT, config_for, synthesize, synthesized_static_settings, trigger_function
 
 SDK_IMAGE_TABLE = Path(fw_utils.__file__).parent / "image_uri_config" / "pytorch.json"
 
@@ -101,9 +102,10 @@ def _default_job(settings: Settings) -> TrainingJobSpec:
         max_runtime=settings.max_runtime_seconds, tags={})
 
 
-def _settings_for(environment: dict[str, str], region: str, monkeypatch: pytest.MonkeyPatch) -> Settings:
+def _settings_for(environment: dict[str, str], static: dict[str, Any], region: str,
+                  monkeypatch: pytest.MonkeyPatch) -> Settings:
     monkeypatch.setenv("AWS_DEFAULT_REGION", region)  # the service model the preflight checks against
-    return settings_from_environ({**environment, "AWS_REGION": region})
+    return settings_from({**environment, "AWS_REGION": region}, static, environment["STATIC_SETTINGS_FILE"])
 
 
 @pytest.mark.parametrize("env_name", ["dev", "prod"])
@@ -116,7 +118,8 @@ def test_the_default_job_of_every_distribution_passes_preflight(env_name, distri
         role_arn="arn:aws:iam::123456789012:role/ranker-sagemaker-execution",
         image_uri=resolve_dlc_image(config).uri, source_bundle_uri="s3://ranker-artifacts-example/code/sourcedir.tar.gz",
         kms_key_arn=None, notification_topic_arn="arn:aws:sns:us-east-1:123456789012:ranker-training")
-    settings = _settings_for(environment, config.region, monkeypatch)
+    static = trigger_static_settings(config, bundle_files=config.source_members())
+    settings = _settings_for(environment, static, config.region, monkeypatch)
     # When the trigger checks the job it starts by default / Then nothing is refused
     spec = _default_job(settings)
     assert preflight_errors(build_training_job_request(spec, settings), spec, settings) == []
@@ -128,7 +131,7 @@ def test_a_synthesized_pytorchddp_stack_starts_jobs_preflight_accepts(tmp_path: 
     variables = trigger_function(app.stateless)["Properties"]["Environment"]["Variables"]
     # (tokens resolve at deploy time: stand in plausible values for the references)
     environment = {name: value if isinstance(value, str) else _stand_in(name) for name, value in variables.items()}
-    settings = _settings_for(environment, app.config.region, monkeypatch)
+    settings = _settings_for(environment, synthesized_static_settings(app), app.config.region, monkeypatch)
     # When the trigger checks its default job / Then it is accepted, on the SMDDP container and instance
     spec = _default_job(settings)
     assert preflight_errors(build_training_job_request(spec, settings), spec, settings) == []

@@ -15,7 +15,7 @@ from stacks.config import ConfigError
 from stacks.execution_role import SageMakerExecutionRole
 
 from . import test_template_checks as template_checks
-from .synthesis import SynthesizedApp, bare_stack, config_for, synthesize, trigger_function
+from .synthesis import SynthesizedApp, bare_stack, config_for, synthesize, synthesized_static_settings
 from .test_constructs import DLC, _policy_statements
 
 EXTRA_BUCKETS = ("shared-ltr-corpora", "team.search.exports")
@@ -82,9 +82,9 @@ def extra_buckets_app(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedAp
 
 
 def test_extra_buckets_reach_the_trigger(extra_buckets_app: SynthesizedApp) -> None:
-    environment = trigger_function(extra_buckets_app.stateless)["Properties"]["Environment"]["Variables"]
-    assert environment["EXTRA_DATA_BUCKETS"] == ",".join(EXTRA_BUCKETS)
-    assert (environment["MAX_INSTANCE_COUNT"], environment["MAX_RUNTIME_CEILING_SECONDS"]) == ("4", "259200")
+    static = synthesized_static_settings(extra_buckets_app)
+    assert static["extra_data_buckets"] == list(EXTRA_BUCKETS)
+    assert (static["max_instance_count"], static["max_runtime_ceiling_seconds"]) == (4, 259200)
 
 
 def test_extra_buckets_leave_cdk_nag_clean(extra_buckets_app: SynthesizedApp) -> None:

@@ -14,19 +14,11 @@ import pytest
 
 from stacks.lambda_bundle import LambdaBundleError, stage_lambda_bundle
 
-from .synthesis import SynthesizedApp, function_of_service
+from .synthesis import SynthesizedApp, function_asset_dir
 
 # What the AWS Lambda Python runtime ships besides the standard library.
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
 SERVICES = ("training-trigger", "model-registration")
-
-
-def _function_asset_dir(app: SynthesizedApp, service: str = "training-trigger") -> Path:
-    function = function_of_service(app.stateless, service)
-    asset_hash = function["Properties"]["Code"]["S3Key"].removesuffix(".zip")
-    asset_dir = app.out_dir / f"asset.{asset_hash}"
-    assert asset_dir.is_dir(), f"the function's asset folder {asset_dir} is missing from cdk.out"
-    return asset_dir
 
 
 def _runtime_site_packages(tmp_path: Path) -> Path:
@@ -46,7 +38,7 @@ def _runtime_site_packages(tmp_path: Path) -> Path:
 def test_handler_imports_with_only_the_bundle_and_the_runtime(dev_app: SynthesizedApp, tmp_path: Path,
                                                               service: str) -> None:
     # Given the synthesized function's asset folder and the runtime's own packages
-    asset_dir = _function_asset_dir(dev_app, service)
+    asset_dir = function_asset_dir(dev_app, service)
     runtime = _runtime_site_packages(tmp_path)
     probe = textwrap.dedent(f"""
         import importlib.util, json, sys
@@ -66,7 +58,7 @@ def test_handler_imports_with_only_the_bundle_and_the_runtime(dev_app: Synthesiz
 
 @pytest.mark.parametrize("service", SERVICES)
 def test_bundle_carries_the_pinned_powertools(dev_app: SynthesizedApp, service: str) -> None:
-    asset_dir = _function_asset_dir(dev_app, service)
+    asset_dir = function_asset_dir(dev_app, service)
     version = metadata.version("aws-lambda-powertools")
     assert (asset_dir / "aws_lambda_powertools").is_dir()
     assert (asset_dir / f"aws_lambda_powertools-{version}.dist-info").is_dir()
@@ -74,7 +66,7 @@ def test_bundle_carries_the_pinned_powertools(dev_app: SynthesizedApp, service: 
 
 def test_the_trigger_modules_linked_into_the_registrar_ship_as_files(dev_app: SynthesizedApp) -> None:
     # The registrar's package links the trigger's client and Powertools set-up; the bundle must hold their contents.
-    package = _function_asset_dir(dev_app, "model-registration") / "model_registration"
+    package = function_asset_dir(dev_app, "model-registration") / "model_registration"
     for name in ("aws_clients.py", "observability.py"):
         assert not (package / name).is_symlink()
         trigger_module = Path(__file__).resolve().parents[2] / "lambda" / "trigger" / "training_trigger" / name

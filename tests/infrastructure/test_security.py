@@ -84,6 +84,35 @@ def test_pass_role_is_limited_to_sagemaker(any_app: SynthesizedApp) -> None:
     assert "*" not in json.dumps(pass_role[0]["Resource"])
 
 
+def _ref_or_arn(value: Any) -> str:
+    """The logical ID a `Ref` or `Fn::GetAtt [id, Arn]` points at."""
+    return value["Ref"] if "Ref" in value else value["Fn::GetAtt"][0]
+
+
+def test_topic_policy_lets_exactly_this_stacks_rules_and_alarms_publish(any_app: SynthesizedApp) -> None:
+    # Given the pipeline's topic, the rules that target it and the alarms that act on it
+    template = any_app.stateless
+    [topic_id] = resources_of_type(template, "AWS::SNS::Topic")
+    rules = {logical_id for logical_id, rule in resources_of_type(template, "AWS::Events::Rule").items()
+             if any(target["Arn"] == {"Ref": topic_id} for target in rule["Properties"].get("Targets", []))}
+    alarms = {logical_id for logical_id, alarm in resources_of_type(template, "AWS::CloudWatch::Alarm").items()
+              if {"Ref": topic_id} in alarm["Properties"].get("AlarmActions", [])}
+    assert rules and alarms
+    # When the topic policy's Allow statements are read
+    allowed: dict[str, set[str]] = {}
+    for statement in _statements(template, "AWS::SNS::TopicPolicy"):
+        if statement["Effect"] != "Allow":
+            continue
+        # Then each names one AWS service, is limited to this account and to named sources (confused deputy)
+        service = statement["Principal"]["Service"]
+        assert statement["Action"] == "sns:Publish", statement
+        assert statement["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}, statement
+        sources = statement["Condition"]["ArnEquals"]["aws:SourceArn"]
+        allowed[service] = {_ref_or_arn(source) for source in _as_list(sources)}
+    # and those sources are exactly the rules and alarms that publish: alarms included, or they notify no one
+    assert allowed == {"events.amazonaws.com": rules, "cloudwatch.amazonaws.com": alarms}
+
+
 def test_every_bucket_blocks_public_access_and_denies_plain_http(any_app: SynthesizedApp) -> None:
     buckets = resources_of_type(any_app.stateful, "AWS::S3::Bucket")
     policies = {json.dumps(policy["Properties"]["Bucket"]): policy["Properties"]["PolicyDocument"]["Statement"]

@@ -12,23 +12,18 @@ from typing import Any
 
 import pytest
 
-from .synthesis import SynthesizedApp, resources_of_type, trigger_function
+from .synthesis import SynthesizedApp, resources_of_type, trigger_function, synthesized_static_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))  # the training tests' launch helpers
 from training_launch import TINY_MODEL_FLAGS, run_dirs, run_script, script_env  # noqa: E402
 
 SNAPSHOT_DIR = Path(__file__).parent / "snapshots"
 UPDATE_SWITCH = "UPDATE_SNAPSHOTS"
+# Only what deployment resolves, and what Powertools reads at import, lives in the environment (Lambda's 4 KB limit).
 CONTRACT_KEYS = {
-    "DATA_BUCKET", "ARTIFACTS_BUCKET", "DATASET_PREFIX", "MARKER_NAMES", "JOB_NAME_PREFIX", "ROLE_ARN",
-    "TRAINING_IMAGE_URI", "IMAGE_SOURCE", "FRAMEWORK_VERSION", "PYTHON_VERSION", "SOURCE_BUNDLE_URI",
-    "OUTPUT_S3_URI", "CHECKPOINT_S3_URI", "DEFAULT_ENTRY_POINT", "DEFAULT_DISTRIBUTION", "DEFAULT_INSTANCE_TYPE",
-    "DEFAULT_INSTANCE_COUNT", "MAX_INSTANCE_COUNT", "MAX_RUNTIME_CEILING_SECONDS", "EXTRA_DATA_BUCKETS",
-    "DEFAULT_HYPERPARAMETERS", "INPUT_MODE", "VOLUME_SIZE_GB", "MAX_RUNTIME_SECONDS", "USE_SPOT", "TENSORBOARD",
-    "MAX_WAIT_SECONDS", "KEEP_ALIVE_SECONDS", "JOB_RETRY_ATTEMPTS", "SUBNET_IDS", "SECURITY_GROUP_IDS",
-    "KMS_KEY_ARN", "ENABLE_NETWORK_ISOLATION", "ENABLE_INTER_CONTAINER_ENCRYPTION", "METRIC_DEFINITIONS",
-    "CONTAINER_LOG_LEVEL", "NOTIFICATION_TOPIC_ARN", "POWERTOOLS_SERVICE_NAME", "POWERTOOLS_METRICS_NAMESPACE",
-    "POWERTOOLS_LOG_LEVEL",
+    "DATA_BUCKET", "ARTIFACTS_BUCKET", "ROLE_ARN", "TRAINING_IMAGE_URI", "SOURCE_BUNDLE_URI", "OUTPUT_S3_URI",
+    "CHECKPOINT_S3_URI", "KMS_KEY_ARN", "NOTIFICATION_TOPIC_ARN", "STATIC_SETTINGS_FILE", "POWERTOOLS_SERVICE_NAME",
+    "POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_LOG_LEVEL",
 }
 # Replacing these would delete data or keys: their logical IDs must never change.
 STATEFUL_LOGICAL_IDS = {
@@ -57,14 +52,47 @@ def test_only_prod_stateful_stack_is_termination_protected_and_retained(dev_app:
 
 
 def test_trigger_environment_is_exactly_the_contract(any_app: SynthesizedApp) -> None:
-    environment = _environment(any_app)
-    assert set(environment) == CONTRACT_KEYS
+    assert set(_environment(any_app)) == CONTRACT_KEYS
+
+
+def test_the_bundle_carries_the_settings_synthesis_fixes(any_app: SynthesizedApp) -> None:
+    # Given the settings file in the synthesized trigger's bundle
+    static = synthesized_static_settings(any_app)
     config = any_app.config
-    assert environment["JOB_NAME_PREFIX"] == config.project_prefix
-    assert environment["MARKER_NAMES"] == ",".join(config.marker_names)
-    assert json.loads(environment["DEFAULT_HYPERPARAMETERS"]) == config.default_hyperparameters
-    assert environment["USE_SPOT"] == ("true" if config.use_spot else "false")
-    assert environment["DEFAULT_INSTANCE_COUNT"] == str(config.instance_count)
+    # Then it holds the configuration, typed, and the job bundle's own file list
+    assert static["job_name_prefix"] == config.project_prefix
+    assert static["marker_names"] == list(config.marker_names)
+    assert static["default_hyperparameters"] == config.default_hyperparameters
+    assert static["use_spot"] is config.use_spot
+    assert static["default_instance_count"] == config.instance_count
+    assert {"train_ddp.py", "train_lightning.py", "ranker/config.py", "requirements.txt"} <= set(static["bundle_files"])
+    assert static["default_entry_point"] in static["bundle_files"]
+    # And the project's entry points are checked against the training code's own flags
+    assert static["checked_entry_points"] == ["train_ddp.py", "train_lightning.py"]
+    assert static["training_flags"]["flags"]["dropout"] == {"type": "float", "minimum": 0, "below": 1,
+                                                            "use": "a number >= 0 and < 1"}
+
+
+def test_trigger_reserves_no_concurrency_by_default(any_app: SynthesizedApp) -> None:
+    # Given cdk.json's environments as committed / When they are synthesized
+    properties = trigger_function(any_app.stateless)["Properties"]
+    # Then the trigger draws on the account's unreserved pool: Lambda keeps 100 of an account's concurrency
+    # unreserved, so any reservation fails to deploy where the account's quota is low (new accounts)
+    assert "ReservedConcurrentExecutions" not in properties
+
+
+def test_pipeline_outputs_name_the_trigger_function_and_the_topic(any_app: SynthesizedApp) -> None:
+    # Given the synthesized pipeline stack
+    template = any_app.stateless
+    [function_id] = [logical_id for logical_id, function in resources_of_type(template, "AWS::Lambda::Function").items()
+                     if function["Properties"].get("Handler") == "handler.lambda_handler"]
+    [topic_id] = resources_of_type(template, "AWS::SNS::Topic")
+    prefix = f"{any_app.config.project_prefix}-{any_app.config.env_name}"
+    # When its outputs are read / Then they give what `aws lambda invoke` and a subscriber need, exported by name
+    assert template["Outputs"] == {
+        "TriggerFunctionName": {"Value": {"Ref": function_id}, "Export": {"Name": f"{prefix}-TriggerFunctionName"}},
+        "NotificationTopicArn": {"Value": {"Ref": topic_id}, "Export": {"Name": f"{prefix}-NotificationTopicArn"}},
+    }
 
 
 def test_image_is_the_regions_pytorch_dlc_and_source_is_the_bundle_asset(dev_app: SynthesizedApp) -> None:
@@ -109,7 +137,7 @@ def _captures(definitions: list[dict[str, str]], line: str) -> dict[str, float]:
 
 def test_metric_definitions_read_each_metric_from_the_lines_training_prints(any_app: SynthesizedApp) -> None:
     # Given the MetricDefinitions the synthesized trigger sends with every job
-    definitions = json.loads(_environment(any_app)["METRIC_DEFINITIONS"])
+    definitions = synthesized_static_settings(any_app)["metric_definitions"]
     # Then exactly the metrics the scripts print are defined, and each regex reads its own value and no other
     assert {definition["Name"] for definition in definitions} == set().union(*EXPECTED_CAPTURES.values())
     for line, expected in EXPECTED_CAPTURES.items():
@@ -126,9 +154,9 @@ def _metric_lines(output: str) -> list[str]:
 def test_metric_definitions_capture_every_metric_a_real_training_run_prints(dev_app: SynthesizedApp, script: str,
                                                                            tmp_path: Path) -> None:
     # Given a tiny LETOR dataset and the synthesized MetricDefinitions
-    definitions = json.loads(_environment(dev_app)["METRIC_DEFINITIONS"])
+    definitions = synthesized_static_settings(dev_app)["metric_definitions"]
     data = tmp_path / "data"
-    subprocess.run([sys.executable, "-m", "ranker.synthetic", "--output", str(data), "--queries", "48",
+    subprocess.run([sys.executable, "-m", "ranker.data.synthetic", "--output", str(data), "--queries", "48",
                     "--docs-per-query", "8", "--features", "12"], env=script_env(), check=True, capture_output=True)
     # When the entry point trains one epoch with a test channel, as a job does
     result = run_script(script, ["--train", str(data), "--test", str(data), "--epochs", "1", *TINY_MODEL_FLAGS,

@@ -20,7 +20,7 @@ from moto.server import ThreadedMotoServer
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_EVENT = PROJECT_ROOT / "tests" / "unit" / "trigger" / "events" / "s3_eventbridge_object_created.json"
 sys.path.insert(0, str(PROJECT_ROOT / "tests" / "unit"))
-from trigger.sample_inputs import stack_environ  # noqa: E402
+from trigger.sample_inputs import write_stack_settings  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a moto server and a fresh interpreter: seconds
 
@@ -76,7 +76,7 @@ def test_marker_upload_starts_a_job_recorded_by_sagemaker(endpoint, tmp_path):
     event = json.loads(SAMPLE_EVENT.read_text())
     event["detail"]["object"].update(key="datasets/web+search/2026-11-01/_SUCCESS", etag=stored["ETag"].strip('"'),
                                      size=stored["ContentLength"])
-    environ = {**os.environ, **stack_environ(NOTIFICATION_TOPIC_ARN=topic_arn), **CREDENTIALS,
+    environ = {**os.environ, **write_stack_settings(tmp_path), "NOTIFICATION_TOPIC_ARN": topic_arn, **CREDENTIALS,
                "AWS_ENDPOINT_URL_S3": endpoint, "AWS_ENDPOINT_URL_SAGEMAKER": endpoint,
                "AWS_ENDPOINT_URL_SNS": endpoint, "PYTHONPATH": str(PROJECT_ROOT / "lambda" / "trigger")}
     # When the handler receives the event

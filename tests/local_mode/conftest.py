@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ranker.log_format import metric_definitions
 
 from local_mode.artifacts import tar_folder_contents
 from local_mode.job_runner import RunnerSettings
@@ -20,7 +21,6 @@ from local_mode.moto_endpoint import MotoEndpoint
 from local_mode.pipeline import LocalPipeline, wait_for_job
 from local_mode.sagemaker_endpoint import LocalSageMaker
 from local_mode.training_job_service import TrainingJobService
-from ranker.log_format import metric_definitions
 
 SCRIPTS = Path(__file__).parent / "scripts"
 DATA_BUCKET = "local-mode-test-data"
@@ -110,7 +110,7 @@ def wait_for_end(sagemaker: Any) -> Callable[[str], dict[str, Any]]:
 def letor_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small synthetic LETOR folder (rank.train + rank.train.query), written as the demo writes it."""
     folder = tmp_path_factory.mktemp("letor")
-    subprocess.run([sys.executable, "-m", "ranker.synthetic", "--output", str(folder), "--queries",
+    subprocess.run([sys.executable, "-m", "ranker.data.synthetic", "--output", str(folder), "--queries",
                     str(DEMO_QUERIES)], cwd=TRAINING_CODE, check=True, capture_output=True)
     return folder
 

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from ranker.data.synthetic import generate
+from ranker.model.export import load_scorer
 from sklearn.metrics import ndcg_score
 
 from local_mode.cli import main, render_summary
@@ -25,8 +27,6 @@ from local_mode.s3_transfer import list_keys, split_s3_uri
 from local_mode.trigger_invocation import invoke_trigger
 from stacks.config import RegistrationThreshold
 from stacks.model_registration import registrar_environment
-from ranker.export import load_scorer
-from ranker.synthetic import generate
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +48,7 @@ def completed_job(demo_pipeline: LocalPipeline, letor_data: Path,
 
 def assert_completed_demo(result: DemoResult, pipeline: LocalPipeline) -> None:
     assert result.status == "Completed", result.failure_reason
-    assert result.job_name.startswith(pipeline.environment["JOB_NAME_PREFIX"] + "-")
+    assert result.job_name.startswith(pipeline.static_settings["job_name_prefix"] + "-")
     assert result.model_artifact == (f"{pipeline.environment['OUTPUT_S3_URI']}{result.job_name}/output/model.tar.gz")
     assert result.ndcg_at_10 is not None and 0 < result.ndcg_at_10 <= 1
     assert result.plots and all(plot.read_bytes().startswith(b"\x89PNG") for plot in result.plots)
@@ -180,7 +180,7 @@ def test_a_completed_job_leaves_a_registered_package_whose_metrics_match_metrics
     # When its model package is read back from the registry
     package = demo_pipeline.sagemaker.describe_model_package(ModelPackageName=completed_job.model_package_arn)
     # Then it is a version of the dataset's group, pending approval, with the job's image and artifact
-    assert package["ModelPackageGroupName"] == f"{demo_pipeline.environment['JOB_NAME_PREFIX']}-{DATASET_NAME}"
+    assert package["ModelPackageGroupName"] == f"{demo_pipeline.static_settings['job_name_prefix']}-{DATASET_NAME}"
     assert package["ModelApprovalStatus"] == "PendingManualApproval"
     container, = package["InferenceSpecification"]["Containers"]
     assert container["Image"] == demo_pipeline.environment["TRAINING_IMAGE_URI"]
@@ -198,9 +198,10 @@ def test_a_model_below_the_threshold_is_not_registered_and_the_notification_says
     # Given a threshold just above the completed job's validation NDCG@10, as registration_threshold sets it
     written = json.loads((completed_job.model_dir / "metrics.json").read_text())
     threshold = RegistrationThreshold(metric="val_ndcg@10", minimum=round(written["val_ndcg@10"] + 0.001, 4))
-    environment = {**demo_pipeline.registrar.environment, **registrar_environment(
-        project_prefix=demo_pipeline.environment["JOB_NAME_PREFIX"], threshold=threshold,
-        notification_topic_arn=demo_pipeline.registrar.environment["NOTIFICATION_TOPIC_ARN"])}
+    deployed = demo_pipeline.registrar.environment
+    environment = {**deployed, **registrar_environment(
+        project_prefix=deployed["PROJECT_PREFIX"], quality_metrics=tuple(deployed["MODEL_QUALITY_METRICS"].split(",")),
+        threshold=threshold, notification_topic_arn=deployed["NOTIFICATION_TOPIC_ARN"])}
     # And a queue subscribed to the notification topic, as an e-mail address would be
     sqs = local_client("sqs", demo_pipeline.moto_url)
     queue_url = sqs.create_queue(QueueName="registrar-notifications")["QueueUrl"]

@@ -1,5 +1,5 @@
-"""The guards in the synthesized pipeline: the deployed trigger's code, with the template's environment (its cost
-ceilings and readable buckets), refuses what AWS would refuse, before any training job exists."""
+"""The guards in the synthesized pipeline: the deployed trigger's code, with the settings synthesis wrote into its
+bundle (its cost ceilings and readable buckets), refuses what AWS would refuse, before any training job exists."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 @pytest.mark.slow  # the demo pipeline synthesizes the app when its sources changed
 def test_a_manifest_above_the_cost_ceiling_is_refused_and_starts_nothing(demo_pipeline, letor_data):
     # Given a dataset version whose manifest.json asks for far more instances than the stack's ceiling
-    ceiling = demo_pipeline.environment["MAX_INSTANCE_COUNT"]
+    ceiling = demo_pipeline.static_settings["max_instance_count"]
     marker = demo_pipeline.upload_dataset(letor_data, dataset="typo", version="v1",
                                           manifest={"training": {"instance_count": 400}})
 

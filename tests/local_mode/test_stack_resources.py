@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from ranker.log_format import metric_definitions
 
 from local_mode.local_clients import LOCAL_REGION, local_account_id, local_client
 from local_mode.stack_resources import LocalStackResources
-from ranker.log_format import metric_definitions
 
 ASSET_HASH = "ab12"
 STATEFUL = {
@@ -101,9 +101,11 @@ def test_the_synthesized_trigger_gets_the_contracts_environment(demo_pipeline):
     environment = demo_pipeline.environment
 
     # Then it carries the variables of the stack-Lambda contract, pointing at resources that exist locally
-    assert {"DATA_BUCKET", "ARTIFACTS_BUCKET", "DATASET_PREFIX", "MARKER_NAMES", "JOB_NAME_PREFIX", "ROLE_ARN",
-            "SOURCE_BUNDLE_URI", "OUTPUT_S3_URI", "CHECKPOINT_S3_URI", "METRIC_DEFINITIONS"} <= set(environment)
-    assert json.loads(environment["METRIC_DEFINITIONS"]) == metric_definitions()
+    assert {"DATA_BUCKET", "ARTIFACTS_BUCKET", "ROLE_ARN", "SOURCE_BUNDLE_URI", "OUTPUT_S3_URI", "CHECKPOINT_S3_URI",
+            "STATIC_SETTINGS_FILE"} <= set(environment)
+    # And its bundle carries the settings synthesis fixes, under the name the environment gives
+    static = json.loads((demo_pipeline.trigger.code_dir / environment["STATIC_SETTINGS_FILE"]).read_text())
+    assert static["metric_definitions"] == metric_definitions()
     buckets = {entry["Name"] for entry in demo_pipeline.s3.list_buckets()["Buckets"]}
     assert {environment["DATA_BUCKET"], environment["ARTIFACTS_BUCKET"]} <= buckets
     bundle_bucket, bundle_key = environment["SOURCE_BUNDLE_URI"].removeprefix("s3://").split("/", 1)

@@ -21,6 +21,10 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "RankerTraining")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(PROJECT_ROOT / "tests" / "unit"))  # the trigger tests' stack environment and sample events
 
+from training_trigger import aws_clients  # noqa: E402
+from training_trigger.settings import load_settings  # noqa: E402
+from trigger.sample_inputs import stack_environ, write_stack_settings  # noqa: E402
+
 from local_mode.artifacts import tar_folder_contents  # noqa: E402
 from local_mode.bucket_events import object_created_event  # noqa: E402
 from local_mode.job_runner import RunnerSettings  # noqa: E402
@@ -33,8 +37,6 @@ from local_mode.local_clients import (  # noqa: E402
 from local_mode.moto_endpoint import MotoEndpoint  # noqa: E402
 from local_mode.sagemaker_endpoint import LocalSageMaker  # noqa: E402
 from local_mode.training_job_service import TrainingJobService  # noqa: E402
-from training_trigger import aws_clients  # noqa: E402
-from training_trigger.settings import load_settings  # noqa: E402
 from reliability.local_dataset import (  # noqa: E402
     ARTIFACTS_BUCKET,
     DATA_BUCKET,
@@ -42,7 +44,6 @@ from reliability.local_dataset import (  # noqa: E402
     SOURCE_BUNDLE_KEY,
     VERSION_ROOT,
 )
-from trigger.sample_inputs import stack_environ  # noqa: E402
 
 # The job the local SageMaker runs for a started trigger: the entry point only has to exist and exit 0.
 ENTRY_POINT_SOURCE = "print('reliability test job: started by the trigger')\n"
@@ -83,17 +84,20 @@ def local_sagemaker(moto: MotoEndpoint, account: str, tmp_path: Path) -> Iterato
         yield endpoint
 
 
-def trigger_environment(*, account: str, topic_arn: str, s3_url: str, sagemaker_url: str) -> dict[str, str]:
-    """The stack's environment for a one-process job on the local endpoints, as local mode deploys it."""
+def trigger_environment(*, account: str, topic_arn: str, s3_url: str, sagemaker_url: str,
+                        settings_dir: Path) -> dict[str, str]:
+    """The stack's environment and settings file (written to `settings_dir`) for a one-process job on the local
+    endpoints, as local mode deploys it."""
+    settings_file = write_stack_settings(settings_dir, default_distribution="none",
+                                         default_instance_type="ml.m5.xlarge", use_spot=False, max_wait_seconds=0,
+                                         max_runtime_seconds=600)["STATIC_SETTINGS_FILE"]
     return {
         **stack_environ(
             AWS_REGION=LOCAL_REGION, NOTIFICATION_TOPIC_ARN=topic_arn, DATA_BUCKET=DATA_BUCKET,
             ARTIFACTS_BUCKET=ARTIFACTS_BUCKET, OUTPUT_S3_URI=f"s3://{ARTIFACTS_BUCKET}/models/",
             CHECKPOINT_S3_URI=f"s3://{ARTIFACTS_BUCKET}/checkpoints/",
             ROLE_ARN=f"arn:aws:iam::{account}:role/ranker-sagemaker-execution",
-            SOURCE_BUNDLE_URI=f"s3://{ARTIFACTS_BUCKET}/{SOURCE_BUNDLE_KEY}",
-            DEFAULT_DISTRIBUTION="none", DEFAULT_INSTANCE_TYPE="ml.m5.xlarge", USE_SPOT="false",
-            MAX_WAIT_SECONDS="0", MAX_RUNTIME_SECONDS="600"),
+            SOURCE_BUNDLE_URI=f"s3://{ARTIFACTS_BUCKET}/{SOURCE_BUNDLE_KEY}", STATIC_SETTINGS_FILE=settings_file),
         **dummy_credentials_environment(),
         "AWS_ENDPOINT_URL_S3": s3_url, "AWS_ENDPOINT_URL_SNS": s3_url, "AWS_ENDPOINT_URL_SAGEMAKER": sagemaker_url,
     }
@@ -107,13 +111,13 @@ def _fresh_trigger_state() -> None:
 
 
 @pytest.fixture
-def point_trigger_at(monkeypatch: pytest.MonkeyPatch, moto: MotoEndpoint, account: str,
-                     topic_arn: str) -> Iterator[Callable[[str], dict[str, str]]]:
+def point_trigger_at(monkeypatch: pytest.MonkeyPatch, moto: MotoEndpoint, account: str, topic_arn: str,
+                     tmp_path: Path) -> Iterator[Callable[[str], dict[str, str]]]:
     """Call with a SageMaker endpoint URL: the in-process trigger then talks to it, and to moto for S3 and SNS."""
 
     def point(sagemaker_url: str) -> dict[str, str]:
         environment = trigger_environment(account=account, topic_arn=topic_arn, s3_url=moto.url,
-                                          sagemaker_url=sagemaker_url)
+                                          sagemaker_url=sagemaker_url, settings_dir=tmp_path)
         for name, value in environment.items():
             monkeypatch.setenv(name, value)
         monkeypatch.delenv("AWS_PROFILE", raising=False)

@@ -14,7 +14,6 @@ from typing import Any
 from urllib.parse import quote_plus
 
 from hypothesis import strategies as st
-
 from training_trigger.events import CHANNEL_NAMES, MANUAL_FIELDS
 from training_trigger.limits import (
     JAVA_LINE_TERMINATORS,
@@ -26,15 +25,16 @@ from training_trigger.limits import (
     known_instance_types,
 )
 from training_trigger.overrides import TRIGGER_TAG_KEYS
-from training_trigger.settings import DISTRIBUTIONS, ENTRY_POINTS
+from training_trigger.settings import DISTRIBUTIONS
+from trigger.sample_inputs import BUNDLE_FILES, load_event, stack_static_settings
+
 from reliability.local_dataset import DATA_BUCKET, DATASET, MANIFEST_DATASET, MANIFEST_KEY, VERSION
-from trigger.sample_inputs import load_event, stack_environ
 
 GOOD_URI = f"s3://{DATA_BUCKET}/datasets/{DATASET}/{VERSION}/train/"
 S3_KEY_LIMIT = 1024  # bytes of UTF-8
-STACK = stack_environ()
-MAX_INSTANCE_COUNT, MAX_RUNTIME_CEILING = int(STACK["MAX_INSTANCE_COUNT"]), int(STACK["MAX_RUNTIME_CEILING_SECONDS"])
-READABLE_BUCKETS = (DATA_BUCKET, *STACK["EXTRA_DATA_BUCKETS"].split(","))
+STACK = stack_static_settings()
+MAX_INSTANCE_COUNT, MAX_RUNTIME_CEILING = STACK["max_instance_count"], STACK["max_runtime_ceiling_seconds"]
+READABLE_BUCKETS = (DATA_BUCKET, *STACK["extra_data_buckets"])
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ manual_payloads = st.one_of(
     _one_bad_field("job_name", non_strings.filter(lambda value: value is not None)),
     _one_bad_field("job_name", bad_job_names),
     _one_bad_field("dry_run", non_booleans),
-    _one_bad_field("entry_point", json_values.filter(lambda value: value is not None and value not in ENTRY_POINTS)),
+    _one_bad_field("entry_point", json_values.filter(lambda value: value is not None and value not in BUNDLE_FILES)),
     _one_bad_field("distribution", json_values.filter(lambda value: value is not None and value not in DISTRIBUTIONS)),
     _one_bad_field("instance_type", json_values.filter(
         lambda value: value is not None and not (isinstance(value, str) and value.startswith("ml.")))),

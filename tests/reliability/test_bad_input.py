@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import handler
 import pytest
 from botocore.stub import Stubber
 from hypothesis import HealthCheck, given, settings
+from training_trigger import aws_clients
 
-import handler
 from local_mode.local_clients import LOCAL_REGION, local_client
 from local_mode.moto_endpoint import MotoEndpoint
 from reliability.lambda_async import LambdaContext
@@ -28,7 +29,6 @@ from reliability.malformed_inputs import (
     not_objects,
     s3_events,
 )
-from training_trigger import aws_clients
 
 NO_SAGEMAKER = "http://127.0.0.1:9"  # nothing listens: a call that escaped the Stubber would fail too
 # The fixtures hold one trigger, one moto and one Stubber for all examples on purpose: an example leaves no state

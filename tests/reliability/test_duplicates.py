@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import handler
 import pytest
 
-import handler
 from local_mode.bucket_events import object_created_event
 from local_mode.local_clients import LOCAL_REGION, local_client
 from local_mode.trigger_invocation import invoke_trigger

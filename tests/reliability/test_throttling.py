@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import botocore.endpoint
+import handler
 import pytest
 from botocore.exceptions import ClientError
+from training_trigger.aws_clients import SAGEMAKER_ATTEMPTS
 
-import handler
 from local_mode.job_runner import RunnerSettings
 from local_mode.local_clients import LOCAL_REGION, local_client
 from local_mode.moto_endpoint import MotoEndpoint
@@ -25,7 +26,6 @@ from local_mode.sagemaker_endpoint import LocalSageMaker
 from local_mode.training_job_service import TrainingJobService
 from reliability.faulty_sagemaker import FaultySageMaker
 from reliability.lambda_async import AsyncInvoker, LambdaContext
-from training_trigger.aws_clients import SAGEMAKER_ATTEMPTS
 
 CAPACITY_ERRORS = ["ThrottlingException", "ResourceLimitExceeded"]
 ATTEMPTS_PER_INVOCATION = SAGEMAKER_ATTEMPTS

@@ -19,12 +19,13 @@ from typing import Any
 
 import pytest
 import torch
+from ranker.data import synthetic
+from ranker.data.channels import load_channel
+from training_launch import TINY_MODEL_FLAGS, run_dirs, script_env
 
 from local_mode.artifacts import tar_folder_contents
 from local_mode.local_clients import local_client
 from local_mode.pipeline import wait_for_job
-from ranker import synthetic
-from ranker.data import load_channel
 from reliability.local_dataset import ARTIFACTS_BUCKET, DATA_BUCKET
 from reliability.torchrun_job import (
     TRAINING_CODE,
@@ -33,7 +34,6 @@ from reliability.torchrun_job import (
     wait_for_first_checkpoint,
     wait_for_ranks,
 )
-from training_launch import TINY_MODEL_FLAGS, run_dirs, script_env
 
 pytestmark = pytest.mark.slow
 
@@ -107,7 +107,7 @@ def test_sigterm_to_every_rank_checkpoints_then_a_second_run_finishes_identicall
 
 
 def checkpointed_step(script: str, folder: Path) -> int:
-    """The step of the checkpoint a SIGTERM left: ranker.checkpoint's newest file, or Lightning's `last.ckpt`."""
+    """The step of the checkpoint a SIGTERM left: ranker.training.checkpoint's newest file, or Lightning's `last.ckpt`."""
     if script == "train_lightning.py":
         return torch.load(folder / "last.ckpt", map_location="cpu", weights_only=True)["global_step"]
     return int(max(folder.glob("step-*.pt")).stem.removeprefix("step-"))

@@ -41,7 +41,7 @@ def wait_until(condition: Callable[[], bool], process: subprocess.Popen, what: s
         time.sleep(0.005)
 
 
-# What each entry script names its checkpoints: ranker.checkpoint's files, Lightning's ModelCheckpoint.
+# What each entry script names its checkpoints: ranker.training.checkpoint's files, Lightning's ModelCheckpoint.
 CHECKPOINT_PATTERNS = {"train_ddp.py": "step-*.pt", "train_lightning.py": "*.ckpt"}
 
 

@@ -7,8 +7,8 @@ import time
 
 import numpy as np
 import pytest
-
-from ranker import convert, data, host_cache, shards
+from ranker.data import channels as data
+from ranker.data import convert, host_cache, shards
 
 
 def write(folder, name, text, groups=None):
@@ -102,7 +102,7 @@ def test_converter_writes_shards_that_read_back_identically(synthetic_channel, t
 
 @pytest.mark.parametrize("with_qid", [False, True])
 def test_synthetic_generator_writes_a_channel_of_graded_whole_queries(tmp_path, with_qid):
-    from ranker import synthetic
+    from ranker.data import synthetic
 
     # When the generator CLI writes 10 queries x 6 documents x 9 features
     synthetic.main(["--output", str(tmp_path), "--queries", "10", "--docs-per-query", "6", "--features", "9",
@@ -115,7 +115,7 @@ def test_synthetic_generator_writes_a_channel_of_graded_whole_queries(tmp_path, 
 
 
 def test_synthetic_seeds_sample_one_relevance_function():
-    from ranker.synthetic import generate
+    from ranker.data.synthetic import generate
 
     # Given data of two seeds (say a training and a validation channel)
     first, second = generate(200, 8, 12, seed=1), generate(200, 8, 12, seed=2)
@@ -185,7 +185,7 @@ def test_a_rank_waiting_too_long_for_the_parsing_rank_names_the_file_and_the_fix
         while not (tmp_path / "parses").exists():
             time.sleep(0.05)
         monkeypatch.setattr(host_cache, "LOCK_TIMEOUT_S", 0.3)
-        with pytest.raises(TimeoutError, match=r"another rank on this host to parse .*rank\.train.*ranker\.convert"):
+        with pytest.raises(TimeoutError, match=r"another rank on this host to parse .*rank\.train.*ranker\.data\.convert"):
             data.load_channel(synthetic_channel, local_ranks=2)
     finally:
         parsing.join(timeout=30)

@@ -11,14 +11,13 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-from torch import nn
-
 from ranker.config import ModelConfig
-from ranker.fused_data_parallel import BUCKET_BYTES, FusedDataParallel, bucket_groups
-from ranker.fused_linear import FusedLayers
-from ranker.losses import LOSSES
-from ranker.model import RankingMLP
-from ranker.sharded_optimizer import ShardedAdamW
+from ranker.gpu.fused_data_parallel import BUCKET_BYTES, FusedDataParallel, bucket_groups
+from ranker.gpu.fused_linear import FusedLayers
+from ranker.gpu.sharded_optimizer import ShardedAdamW
+from ranker.model.losses import LOSSES
+from ranker.model.mlp import RankingMLP
+from torch import nn
 
 QUERIES = 8  # per global batch: whole queries for each of 2 or 4 ranks
 STEPS = 4

@@ -1,4 +1,4 @@
-"""The bf16 dense layer that fuses ReLU into the GEMM and writes float32 gradients (ranker.fused_linear) computes
+"""The bf16 dense layer that fuses ReLU into the GEMM and writes float32 gradients (ranker.gpu.fused_linear) computes
 what autocast's Linear + ReLU computes, forward and backward. On CPU here (bf16 arithmetic, the same code path but
 the float32-output GEMM); the GPU run of benchmarks.gpu_checks covers the CUDA kernels."""
 
@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch import nn
-
 from ranker.config import ModelConfig
-from ranker.fused_linear import fused_linear, fused_plan
-from ranker.model import RankingMLP
+from ranker.gpu.fused_linear import fused_linear, fused_plan
+from ranker.model.mlp import RankingMLP
+from torch import nn
 
 
 def reference(inputs: torch.Tensor, layer: nn.Linear, relu: bool) -> torch.Tensor:

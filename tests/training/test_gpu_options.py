@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import bf16_compress_hook
-
-from ranker import engine
 from ranker.config import ModelConfig, PathSwitches, TrainConfig, parse_config
-from ranker.losses import LOSSES
-from ranker.meter import TrainingMeter
-from ranker.model import RankingMLP
+from ranker.model.losses import LOSSES
+from ranker.model.mlp import RankingMLP
+from ranker.training import engine
+from ranker.training.meter import TrainingMeter
+from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import bf16_compress_hook
 
 
 @pytest.mark.parametrize(
@@ -31,7 +30,7 @@ def test_autocast_follows_precision(device, precision, autocasts):
 
 def test_unknown_precision_is_refused_naming_the_flag(tmp_path):
     # Given a precision nobody supports / When the configuration is parsed / Then the error names the field and fix
-    with pytest.raises(ValueError, match=r"precision: bad value 'fp16': use bf16 or fp32"):
+    with pytest.raises(ValueError, match=r"--precision: invalid choice: 'fp16' \(choose from 'bf16', 'fp32'\)"):
         parse_config(["--train", str(tmp_path), "--precision", "fp16"], {}, "test")
     # And a switch's unknown value is refused the same way, where a benchmark sets it
     with pytest.raises(ValueError, match=r"allreduce_dtype: bad value 'fp16': use one of fp32, bf16"):
@@ -74,7 +73,8 @@ def test_on_cpu_the_default_step_is_the_eager_one_and_trains():
 @pytest.mark.parametrize("compile_model", [True, False])
 def test_the_native_loop_trains_the_model_compiled_exactly_when_asked(tmp_path, compile_model):
     # Given a session with --compile true (or false), on one process
-    from ranker.distributed import detect_topology
+    from sagemaker_distributed import detect_topology
+
     from benchmarks.native_harness import NativeHarness, synthetic_session
 
     session = synthetic_session(ModelConfig(width=8, norm="none", dropout=0.0),

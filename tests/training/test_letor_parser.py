@@ -7,9 +7,9 @@ import os
 
 import numpy as np
 import pytest
+from ranker.data import channels as data
+from ranker.data import letor_parser, letor_processes
 from sklearn.datasets import load_svmlight_file
-
-from ranker import data, letor_parser, letor_processes
 
 
 def sklearn_rows(path, num_features=None):

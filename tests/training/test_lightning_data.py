@@ -6,11 +6,10 @@ import lightning as L
 import numpy as np
 import pytest
 import torch
-
-from ranker.batches import DeviceQueries, QueryBatches
-from ranker.data import RankingData
-from ranker.lightning_data import EvaluationBatches, RankingDataModule, StepAlignedBatches
-from ranker.synthetic import generate
+from ranker.data.batches import DeviceQueries, QueryBatches
+from ranker.data.channels import RankingData
+from ranker.data.synthetic import generate
+from ranker.lightning.datamodule import EvaluationBatches, RankingDataModule, StepAlignedBatches
 
 
 @pytest.fixture(scope="module")

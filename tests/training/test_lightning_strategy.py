@@ -1,4 +1,4 @@
-"""FusedDataParallelStrategy: where ranker.fast_paths chooses FusedDataParallel the module trains through it (with the
+"""FusedDataParallelStrategy: where ranker.gpu.fast_paths chooses FusedDataParallel the module trains through it (with the
 sharded AdamW where the update is sharded) and its checkpoint keys stay the plain model's; elsewhere it is DDP.
 
 One gloo process: the GPU-only decision is forced by replacing `engine.training_path` with the CPU path plus the
@@ -15,21 +15,18 @@ from types import SimpleNamespace
 import pytest
 import torch
 import torch.distributed as dist
-from lightning.fabric.plugins.environments import LightningEnvironment
-from torch.nn.parallel import DistributedDataParallel
-
-from ranker import engine
 from ranker.config import ModelConfig, TrainConfig
-from ranker.fused_data_parallel import FusedDataParallel
-from ranker.fused_linear import FusedLayers
-from ranker.lightning_module import RankingModule
-from ranker.lightning_strategy import FusedDataParallelStrategy
-from ranker.sharded_optimizer import ShardedAdamW
+from sagemaker_distributed import Topology
+from ranker.gpu.fused_data_parallel import FusedDataParallel
+from ranker.gpu.fused_linear import FusedLayers
+from ranker.gpu.sharded_optimizer import ShardedAdamW
+from ranker.lightning.module import RankingModule
+from ranker.lightning.strategy import FusedDataParallelStrategy
+from ranker.training import engine
+from torch.nn.parallel import DistributedDataParallel
 from training_launch import TRAINING_CODE, RunDirs, free_port, run_dirs, script_env
 
 FORCING_LAUNCHER = Path(__file__).with_name("with_fused_data_parallel.py")
-
-CPU = torch.device("cpu")
 
 
 @pytest.fixture
@@ -40,8 +37,7 @@ def process_group(tmp_path):
 
 
 def configured(module: RankingModule) -> FusedDataParallelStrategy:
-    strategy = FusedDataParallelStrategy(parallel_devices=[CPU], cluster_environment=LightningEnvironment(),
-                                         process_group_backend="gloo")
+    strategy = FusedDataParallelStrategy(Topology("single", 0, 1, 0, 1, "127.0.0.1", free_port()), "gloo")
     strategy.connect(module)
     strategy.configure_ddp()
     return strategy
@@ -103,14 +99,14 @@ def test_a_sharded_update_gets_the_sharded_optimizer_and_keeps_the_checkpoint_ke
     assert list(module.state_dict()) == keys
 
 
-def test_other_modules_are_refused_with_the_fix(process_group):
-    import lightning as L
+def test_any_other_module_trains_through_ddp(process_group):
+    from lightning.pytorch.demos.boring_classes import BoringModel
 
-    strategy = FusedDataParallelStrategy(parallel_devices=[CPU], cluster_environment=LightningEnvironment(),
-                                         process_group_backend="gloo")
-    strategy.connect(L.LightningModule())
-    with pytest.raises(TypeError, match="got LightningModule; use DDPStrategy"):
-        strategy.configure_ddp()
+    strategy = FusedDataParallelStrategy(Topology("single", 0, 1, 0, 1, "127.0.0.1", free_port()), "gloo")
+    module = BoringModel()
+    strategy.connect(module)
+    strategy.configure_ddp()
+    assert isinstance(strategy.model, DistributedDataParallel) and strategy.model.module is module
 
 
 def forced_run(script: str, folder, channel: str, *extra: str) -> RunDirs:

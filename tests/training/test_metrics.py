@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from ranker.data.channels import RankingData
+from ranker.model.metrics import NDCG_CUTOFFS, ndcg_means, ndcg_per_query, ndcg_sums
 from sklearn.metrics import ndcg_score
-
-from ranker.data import RankingData
-from ranker.metrics import NDCG_CUTOFFS, ndcg_means, ndcg_per_query, ndcg_sums
 
 
 def random_queries(seed: int, num_queries: int = 30) -> RankingData:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 
 import numpy as np
+from ranker.gpu.fast_paths import FORCE_VARIABLE
 
 from benchmarks import gpu_portable_path
 from benchmarks.gpu_portable_path import MSLR_MAX_DOCS, MSLR_MEAN_DOCS, mslr_shaped
-from ranker.fast_paths import FORCE_VARIABLE
 
 
 def test_the_data_has_mslr_web30k_s_shape():

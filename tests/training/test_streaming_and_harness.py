@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from ranker import data, shards
-from ranker.batches import epoch_permutation
 from ranker.config import ModelConfig, TrainConfig
-from ranker.distributed import detect_topology
-from ranker.streaming import StreamingBatches
+from ranker.data import channels as data
+from ranker.data import shards
+from ranker.data.batches import epoch_permutation
+from ranker.data.streaming import StreamingBatches
+from sagemaker_distributed import detect_topology
+
 from benchmarks.native_harness import NativeHarness, synthetic_session
 
 

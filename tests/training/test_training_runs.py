@@ -14,12 +14,10 @@ import time
 
 import pytest
 import torch
-
-from ranker.data import load_channel, split_queries
-from ranker.export import load_scorer
+from ranker.data.channels import load_channel, split_queries
 from ranker.log_format import parse_metrics
-from ranker.metrics import ndcg_per_query
-
+from ranker.model.export import load_scorer
+from ranker.model.metrics import ndcg_per_query
 from training_launch import TINY_MODEL_FLAGS, TRAINING_CODE, command, free_port, run_dirs, run_script, script_env
 
 pytestmark = pytest.mark.slow
@@ -81,7 +79,7 @@ def test_lightning_and_native_loops_agree(runs):
 
 
 def test_exported_scorer_and_torchscript_agree_with_the_run(runs, synthetic_channel):
-    from ranker.data import load_channel
+    from ranker.data.channels import load_channel
 
     dirs = runs["train_ddp.py", 1][0]
     features = torch.from_numpy(load_channel(synthetic_channel).features[:20])

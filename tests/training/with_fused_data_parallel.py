@@ -1,4 +1,4 @@
-"""Runs a training script (the first argument) with ranker.fast_paths' FusedDataParallel and sharded-update decisions
+"""Runs a training script (the first argument) with ranker.gpu.fast_paths' FusedDataParallel and sharded-update decisions
 forced on wherever there are several processes, so that the GPU path's data parallelism runs on CPU with gloo (the
 fused layers and FusedDataParallel run on CPU for their tests)."""
 
@@ -8,7 +8,7 @@ import dataclasses
 import runpy
 import sys
 
-from ranker import engine
+from ranker.training import engine
 
 chosen_path = engine.training_path
 

@@ -1,1 +1,1 @@
-"""Ranking model training shared by train_lightning.py and train_ddp.py."""
+"""The reference ranking model: a client of sagemaker_distributed, trained by train_ddp.py and train_lightning.py."""

@@ -4,6 +4,12 @@ environment.
 SageMaker passes each hyperparameter as `--key value`, with the key spelled as the user typed it, so every flag is
 accepted with dashes or underscores (`--batch-size` and `--batch_size`). Directories default from the `SM_*`
 variables the training toolkit sets, so a plain run inside the container needs no flags at all.
+
+What each field accepts beyond its type sits beside it (`Allowed`): `parse_config` refuses a bad value before any
+work with one line naming the flag, the value and what is allowed (`ConfigError`), and `flag_definitions()` hands
+the same rules to the stack, which ships them to the trigger so a job with a bad hyperparameter is never started.
+This module imports only the standard library and the stdlib-only sagemaker_distributed.paths: the CDK app loads it
+at synthesis.
 """
 
 from __future__ import annotations
@@ -16,19 +22,78 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from sagemaker_distributed import paths as sagemaker_paths
+
+TRUE_TEXTS = ("true", "1", "yes")
+FALSE_TEXTS = ("false", "0", "no")
+
+
+class ConfigError(ValueError):
+    """A flag or channel the user must fix: one line naming the flag, the value and what is allowed, which the entry
+    points print without a traceback."""
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """What a field accepts beyond its type. Bounds are inclusive (`minimum`, `maximum`) or exclusive (`above`,
+    `below`); `exists`: a path that must exist when the run starts."""
+
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+    above: float | None = None
+    below: float | None = None
+    exists: bool = False
+
+    def permits(self, value: Any) -> bool:
+        if self.choices:
+            return value in self.choices
+        if self.exists:
+            return value is None or Path(value).exists()
+        # Each comparison is false for NaN, so NaN is refused wherever a bound is declared.
+        bounds = ((self.minimum, lambda bound: value >= bound), (self.maximum, lambda bound: value <= bound),
+                  (self.above, lambda bound: value > bound), (self.below, lambda bound: value < bound))
+        return all(holds(bound) for bound, holds in bounds if bound is not None)
+
+    def describe(self, kind: str) -> str:
+        """What to use instead, e.g. `a number >= 0 and < 1`; `kind` is the field's type name."""
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
+        if self.exists:
+            return "an existing file or folder"
+        bounds = [f"{sign} {_number_text(bound)}" for sign, bound in ((">=", self.minimum), ("<=", self.maximum),
+                                                                      (">", self.above), ("<", self.below))
+                  if bound is not None]
+        return ("a whole number " if kind == "int" else "a number ") + " and ".join(bounds)
+
+    def as_json(self) -> dict[str, Any]:
+        # Only the rules declared: a bound of 0 stays, an unset bound (None) or no choices (()) does not.
+        return {name: value for name, value in dataclasses.asdict(self).items()
+                if value is not None and value != () and value is not False}
+
+
+def allowed(**rules: Any) -> dict[str, Allowed]:
+    """Field metadata declaring what the field accepts: `field(default=0.3, metadata=allowed(minimum=0, below=1))`."""
+    return {"allowed": Allowed(**rules)}
+
+
+def _number_text(bound: float) -> str:
+    return str(int(bound)) if float(bound).is_integer() else str(bound)
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    num_features: int = 0
+    num_features: int = field(default=0, metadata=allowed(minimum=0))
     """Input width; 0 means "take it from the training data"."""
-    width: int = 256
+    width: int = field(default=256, metadata=allowed(minimum=1))
     """Units in each hidden dense layer."""
-    num_layers: int = 7
+    num_layers: int = field(default=7, metadata=allowed(minimum=1))
     """Dense layers in total, the scoring output layer included."""
-    dropout: float = 0.3
+    dropout: float = field(default=0.3, metadata=allowed(minimum=0, below=1))
     """Dropout after each hidden layer (0.3 beat 0.1 on every held-out split of the LETOR sample tried)."""
-    norm: str = "layer"
+    norm: str = field(default="layer", metadata=allowed(choices=("layer", "none")))
     """Normalisation after each hidden layer: `layer` or `none` (batch norm would mix padded slots into its stats)."""
     output_bias: bool = True
     """Bias on the scoring layer. The listwise loss is blind to a constant added to every score, so its gradient
@@ -37,78 +102,77 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class DataConfig:
-    train: Path | None = None
+    train: Path | None = field(default=None, metadata=allowed(exists=True))
     """Training channel: a folder of LETOR text files or binary shards (or one file)."""
-    validation: Path | None = None
+    validation: Path | None = field(default=None, metadata=allowed(exists=True))
     """Validation channel; without one, whole queries are split off the training data."""
-    test: Path | None = None
+    test: Path | None = field(default=None, metadata=allowed(exists=True))
     """Test channel, scored once at the end."""
-    validation_fraction: float = 0.2
+    validation_fraction: float = field(default=0.2, metadata=allowed(above=0, below=1))
     """Share of training queries held out for validation when no validation channel is given."""
     log1p: bool = False
     """Apply `log1p` to features (for heavy-tailed raw counts; LETOR features already in [0, 1] need none)."""
     streaming: bool = False
     """Stream batches from memory-mapped binary shards instead of holding the training set on the device."""
-    loader_threads: int = 4
+    loader_threads: int = field(default=4, metadata=allowed(minimum=1))
     """Threads filling streamed batches on each process, in parallel: one thread cannot keep a GPU busy at width
     1024 (docs/benchmarks.md, data pipeline)."""
 
 
 @dataclass(frozen=True)
 class PathSwitches:
-    """Turn single fast paths off, so a benchmark can measure what each is worth (ranker.fast_paths decides where
+    """Turn single fast paths off, so a benchmark can measure what each is worth (ranker.gpu.fast_paths decides where
     each may run at all). Every default is the run's own path."""
 
     fused_layers: bool = True
-    """False: autocast's Linear + ReLU instead of ranker.fused_linear's bf16 layers."""
-    data_parallel: str = "auto"
+    """False: autocast's Linear + ReLU instead of ranker.gpu.fused_linear's bf16 layers."""
+    data_parallel: str = field(default="auto", metadata=allowed(choices=("auto", "ddp")))
     """`auto` (FusedDataParallel where it applies) or `ddp` (PyTorch's DDP everywhere)."""
     shard_optimizer: bool = True
-    """False: FusedDataParallel all-reduces and every rank runs the whole AdamW update (ranker.sharded_optimizer)."""
-    allreduce_dtype: str = "fp32"
+    """False: FusedDataParallel all-reduces and every rank runs the whole AdamW update (ranker.gpu.sharded_optimizer)."""
+    allreduce_dtype: str = field(default="fp32", metadata=allowed(choices=("fp32", "bf16")))
     """`bf16`: DDP with its bf16 compression hook (halves the bytes sent, adds cast kernels) instead of fp32."""
 
     def __post_init__(self) -> None:
-        for name, allowed in (("data_parallel", ("auto", "ddp")), ("allreduce_dtype", ("fp32", "bf16"))):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name}: bad value {getattr(self, name)!r}: use one of {', '.join(allowed)}")
+        # Benchmarks set these in code, so they are named as fields, not as flags.
+        _check_fields(self, lambda name: name)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    epochs: int = 40
+    epochs: int = field(default=40, metadata=allowed(minimum=0))
     """Passes over the training queries (ignored when `max_steps` is set)."""
-    max_steps: int = 0
+    max_steps: int = field(default=0, metadata=allowed(minimum=0))
     """Optimizer steps in total; 0 means `epochs` full passes."""
-    batch_size: int = 16
+    batch_size: int = field(default=16, metadata=allowed(minimum=1))
     """Queries per batch on each process (a query's documents always stay together)."""
-    learning_rate: float = 1e-3
+    learning_rate: float = field(default=1e-3, metadata=allowed(above=0))
     """Peak AdamW learning rate, reached after warm-up, then cosine decay to zero."""
-    weight_decay: float = 0.01
+    weight_decay: float = field(default=0.01, metadata=allowed(minimum=0))
     """AdamW's decoupled weight decay."""
-    warmup_fraction: float = 0.05
+    warmup_fraction: float = field(default=0.05, metadata=allowed(minimum=0, below=1))
     """Share of all steps spent warming the learning rate up linearly."""
-    loss: str = "listwise"
+    loss: str = field(default="listwise", metadata=allowed(choices=("listwise", "pointwise")))
     """`listwise` (softmax cross-entropy per query, ListNet top-1) or `pointwise` (MSE on the labels)."""
-    seed: int = 0
+    seed: int = field(default=0, metadata=allowed(minimum=0))
     """Seeds weights, dropout, the validation split and the batch order."""
-    backend: str = "auto"
+    backend: str = field(default="auto", metadata=allowed(choices=("auto", "smddp", "nccl", "gloo")))
     """Process-group backend: `auto`, `smddp`, `nccl` or `gloo`."""
     compile: bool = False
     """Run the model through `torch.compile`."""
     cuda_graph: bool = True
     """On GPU, capture the whole step (forward, backward, all-reduce, optimizer) as a CUDA graph and replay it: one
     launch per step instead of ~150. Eager on CPU and with `--compile true`."""
-    precision: str = "bf16"
+    precision: str = field(default="bf16", metadata=allowed(choices=("bf16", "fp32")))
     """Training arithmetic on GPU: `bf16` autocast (tensor cores, no loss scaling) or `fp32` (for checking
     numerics). CPU runs always use float32."""
-    log_every: int = 10
+    log_every: int = field(default=10, metadata=allowed(minimum=1))
     """Steps between metric lines; the loss is read from the device only then."""
-    checkpoint_every: int = 200
+    checkpoint_every: int = field(default=200, metadata=allowed(minimum=0))
     """Steps between checkpoints (0 disables periodic ones; SIGTERM still writes one)."""
     switches: PathSwitches = field(default_factory=PathSwitches, metadata={"flag": False})
     """The fast paths' switches, for the benchmarks' ablations (not flags: a run takes every fast path its torch and
-    hardware allow, ranker.fast_paths)."""
+    hardware allow, ranker.gpu.fast_paths)."""
 
 
 @dataclass(frozen=True)
@@ -117,8 +181,9 @@ class PathsConfig:
     """Where the trained model's artifacts go (SageMaker uploads it as model.tar.gz); `model` outside SageMaker."""
     output_data_dir: Path = Path("output")
     """Where plots go (uploaded as output.tar.gz); `output` outside SageMaker."""
-    checkpoint_dir: Path = Path("/opt/ml/checkpoints")
-    """Checkpoints to write and to resume from (SageMaker syncs this folder with S3 when checkpointing is on)."""
+    checkpoint_dir: Path = Path("output/checkpoints")
+    """Checkpoints to write and to resume from (SageMaker syncs this folder with S3 when checkpointing is on). A
+    checkpoint of another model or data shape is refused, never resumed."""
     tensorboard_dir: Path = Path("output/tensorboard")
     """Where train_lightning.py writes TensorBoard logs when tensorboard is installed (SageMaker uploads this folder
     while the job runs when the job has a TensorBoardOutputConfig with the same LocalPath)."""
@@ -132,25 +197,31 @@ class RunConfig:
     paths: PathsConfig = field(default_factory=PathsConfig)
 
 
-_CHOICES = {"norm": ("layer", "none"), "loss": ("listwise", "pointwise"), "backend": ("auto", "smddp", "nccl", "gloo")}
-
-
 def parse_bool(text: str) -> bool:
     """Booleans as SageMaker's SDK encodes them (`true`/`false`) or as a person types them."""
     lowered = text.strip().lower()
-    if lowered in ("true", "1", "yes"):
+    if lowered in TRUE_TEXTS:
         return True
-    if lowered in ("false", "0", "no"):
+    if lowered in FALSE_TEXTS:
         return False
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
-def _flag_type(annotation: str):
+def flag_type_name(config_field: dataclasses.Field) -> str:
+    """`bool`, `path`, `int`, `float` or `str`: how a flag's text becomes the field's value."""
+    annotation = str(config_field.type)
     if "bool" in annotation:
-        return parse_bool
+        return "bool"
     if "Path" in annotation:
-        return Path
-    return {"int": int, "float": float}.get(annotation, str)
+        return "path"
+    return annotation if annotation in ("int", "float") else "str"
+
+
+_CONVERTERS = {"bool": parse_bool, "path": Path, "int": int, "float": float, "str": str}
+
+
+def allowed_of(config_field: dataclasses.Field) -> Allowed:
+    return config_field.metadata.get("allowed", Allowed())
 
 
 def field_docs(config_class: type) -> dict[str, str]:
@@ -162,29 +233,64 @@ def field_docs(config_class: type) -> dict[str, str]:
             and isinstance(following.value, ast.Constant) and isinstance(following.value.value, str)}
 
 
+_SECTIONS = (("model", ModelConfig), ("data", DataConfig), ("train", TrainConfig), ("paths", PathsConfig))
+
+
+def _flag_fields() -> list[tuple[str, dataclasses.Field]]:
+    return [(section, config_field) for section, config_class in _SECTIONS
+            for config_field in dataclasses.fields(config_class) if config_field.metadata.get("flag", True)]
+
+
+def flag_name(field_name: str) -> str:
+    return f"--{field_name.replace('_', '-')}"
+
+
+class _FlagParser(argparse.ArgumentParser):
+    """argparse that raises ConfigError with its one-line message instead of printing usage and exiting."""
+
+    def error(self, message: str):
+        raise ConfigError(f"{message}: see --help for every flag and what it accepts")
+
+
 def build_parser(description: str = "") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=description, argument_default=argparse.SUPPRESS, allow_abbrev=False,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    for section, config_class in (("model", ModelConfig), ("data", DataConfig), ("train", TrainConfig),
-                                  ("paths", PathsConfig)):
-        group = parser.add_argument_group(section)
-        docs = field_docs(config_class)
-        for config_field in dataclasses.fields(config_class):
-            if not config_field.metadata.get("flag", True):
-                continue
-            name = config_field.name
-            spellings = [f"--{name.replace('_', '-')}"] + ([f"--{name}"] if "_" in name else [])
-            group.add_argument(*spellings, dest=f"{section}.{name}", type=_flag_type(str(config_field.type)),
-                               choices=_CHOICES.get(name), metavar=name.upper(),
-                               help=f"{docs.get(name, '')} (default: {_default_text(config_field)})")
+    parser = _FlagParser(description=description, argument_default=argparse.SUPPRESS, allow_abbrev=False,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    groups = {}
+    for section, config_field in _flag_fields():
+        if section not in groups:
+            groups[section] = (parser.add_argument_group(section), field_docs(dict(_SECTIONS)[section]))
+        group, docs = groups[section]
+        name = config_field.name
+        spellings = [flag_name(name)] + ([f"--{name}"] if "_" in name else [])
+        kind, rules = flag_type_name(config_field), allowed_of(config_field)
+        # argparse lists choices itself; ranges and existing paths are said in the help text.
+        accepts = f" Takes {rules.describe(kind)}." if rules != Allowed() and not rules.choices else ""
+        group.add_argument(*spellings, dest=f"{section}.{name}", type=_CONVERTERS[kind],
+                           choices=rules.choices or None, metavar=name.upper(),
+                           help=f"{docs.get(name, '')}{accepts} (default: {_default_text(config_field)})")
     return parser
+
+
+def flag_definitions() -> dict[str, Any]:
+    """Every flag as JSON: its type and what it accepts, by its dashed name. The stack ships this to the trigger,
+    which checks a job's hyperparameters against it before starting the job."""
+    flags = {}
+    for _, config_field in _flag_fields():
+        kind, rules = flag_type_name(config_field), allowed_of(config_field)
+        flags[flag_name(config_field.name).removeprefix("--")] = {
+            "type": kind, **rules.as_json(), **({"use": rules.describe(kind)} if rules != Allowed() else {})}
+    return {
+        "flags": flags,
+        "true_texts": list(TRUE_TEXTS),
+        "false_texts": list(FALSE_TEXTS),
+    }
 
 
 # Defaults that come from SageMaker's environment rather than from the dataclass (see environment_defaults).
 _ENVIRONMENT_DEFAULT_TEXT = {
     "train": "$SM_CHANNEL_TRAIN", "validation": "$SM_CHANNEL_VALIDATION", "test": "$SM_CHANNEL_TEST",
     "model_dir": "$SM_MODEL_DIR, else model", "output_data_dir": "$SM_OUTPUT_DATA_DIR, else output",
-    "checkpoint_dir": "$SAGEMAKER_BASE_DIR/checkpoints, SAGEMAKER_BASE_DIR defaulting to /opt/ml",
+    "checkpoint_dir": "in a SageMaker job /opt/ml/checkpoints (synced with S3), else OUTPUT_DATA_DIR/checkpoints",
     "tensorboard_dir": "$SM_OUTPUT_DIR/tensorboard (/opt/ml/output/tensorboard), else output/tensorboard",
 }
 
@@ -194,28 +300,28 @@ def _default_text(config_field: dataclasses.Field) -> str:
 
 
 def environment_defaults(env: Mapping[str, str]) -> dict[str, object]:
-    """Directories from SageMaker's environment, the way the training toolkit lays them out."""
-    base_dir = Path(env.get("SAGEMAKER_BASE_DIR", "/opt/ml"))
-    defaults: dict[str, object] = {"paths.checkpoint_dir": base_dir / "checkpoints"}
+    """Channels and directories from SageMaker's environment (sagemaker_distributed.paths); the checkpoint folder
+    follows the output data folder outside a job, so it is resolved after the flags (see parse_config)."""
+    defaults: dict[str, object] = {"paths.model_dir": sagemaker_paths.model_dir(env),
+                                   "paths.output_data_dir": sagemaker_paths.output_data_dir(env),
+                                   "paths.tensorboard_dir": sagemaker_paths.tensorboard_dir(env)}
     for channel in ("train", "validation", "test"):
-        if env.get(f"SM_CHANNEL_{channel.upper()}"):
-            defaults[f"data.{channel}"] = Path(env[f"SM_CHANNEL_{channel.upper()}"])
-    if env.get("SM_MODEL_DIR"):
-        defaults["paths.model_dir"] = Path(env["SM_MODEL_DIR"])
-    if env.get("SM_OUTPUT_DATA_DIR"):
-        defaults["paths.output_data_dir"] = Path(env["SM_OUTPUT_DATA_DIR"])
-    if env.get("SM_OUTPUT_DIR"):
-        defaults["paths.tensorboard_dir"] = Path(env["SM_OUTPUT_DIR"]) / "tensorboard"
+        folder = sagemaker_paths.channel(channel, env)
+        if folder is not None:
+            defaults[f"data.{channel}"] = folder
     return defaults
 
 
 def parse_config(argv: Sequence[str], env: Mapping[str, str] = os.environ, description: str = "") -> RunConfig:
-    """The one place hyperparameters and directories are read: flags win over the environment."""
+    """The one place hyperparameters and directories are read: flags win over the environment.
+
+    Raises ConfigError, before any data is read, for the first flag or setting the run cannot take."""
     parser = build_parser(description)
     namespace, unknown = parser.parse_known_args(list(argv))
     if unknown:
-        parser.error(f"unknown flag(s) {unknown}: remove them or use one of the flags listed by --help")
+        raise ConfigError(f"unknown flag(s) {unknown}: remove them or use one of the flags listed by --help")
     values = {**environment_defaults(env), **vars(namespace)}
+    values.setdefault("paths.checkpoint_dir", sagemaker_paths.checkpoint_dir(env, values["paths.output_data_dir"]))
     sections: dict[str, dict[str, object]] = {"model": {}, "data": {}, "train": {}, "paths": {}}
     for key, value in values.items():
         section, name = key.split(".", 1)
@@ -227,18 +333,22 @@ def parse_config(argv: Sequence[str], env: Mapping[str, str] = os.environ, descr
 
 
 def validate(config: RunConfig) -> None:
+    """Raises ConfigError naming the first field outside what it declares it accepts."""
     if config.data.train is None:
-        raise ValueError("train: no training channel; pass --train DIR or set SM_CHANNEL_TRAIN")
-    checks = [
-        ("batch_size", config.train.batch_size, config.train.batch_size >= 1, "use at least 1 query per batch"),
-        ("num_layers", config.model.num_layers, config.model.num_layers >= 1, "use at least 1 dense layer"),
-        ("loader_threads", config.data.loader_threads, config.data.loader_threads >= 1, "use at least 1 thread"),
-        ("validation_fraction", config.data.validation_fraction, 0 < config.data.validation_fraction < 1,
-         "use a fraction strictly between 0 and 1"),
-        ("precision", config.train.precision, config.train.precision in ("bf16", "fp32"), "use bf16 or fp32"),
-        ("epochs", config.train.epochs, config.train.epochs >= 1 or config.train.max_steps > 0,
-         "train for at least 1 epoch or set --max-steps"),
-    ]
-    for name, value, ok, fix in checks:
-        if not ok:
-            raise ValueError(f"{name}: bad value {value!r}: {fix}")
+        raise ConfigError("--train: no training channel: pass --train DIR or set SM_CHANNEL_TRAIN")
+    for section in (config.model, config.data, config.train, config.paths):
+        _check_fields(section, flag_name)
+    if config.train.epochs < 1 and config.train.max_steps < 1:
+        raise ConfigError(f"--epochs: bad value {config.train.epochs}: train for at least 1 epoch or set --max-steps")
+
+
+def _check_fields(section: Any, name_of) -> None:
+    """Raises ConfigError for the first field of the dataclass `section` whose value its `Allowed` refuses;
+    `name_of` turns the field's name into the name the user set it by."""
+    for config_field in dataclasses.fields(section):
+        rules = allowed_of(config_field)
+        value = getattr(section, config_field.name)
+        if not rules.permits(value):
+            shown = str(value) if isinstance(value, Path) else value
+            raise ConfigError(f"{name_of(config_field.name)}: bad value {shown!r}: use "
+                              f"{rules.describe(flag_type_name(config_field))}")

@@ -1,1 +1,1 @@
-../../../training_code/ranker/container_profiles.py
+../../../training_code/sagemaker_distributed/container_profiles.py

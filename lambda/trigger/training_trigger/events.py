@@ -2,7 +2,7 @@
 
 - S3 "Object Created" through EventBridge, and classic S3 notification records, for a marker object that closes a
   dataset version (`<DATASET_PREFIX><name>/<version>/<marker>`); other keys are ignored.
-- The scheduled EventBridge event: train on the newest complete dataset version.
+- The scheduled EventBridge event: train on the newest complete dataset version, once per tick of the schedule.
 - A manual payload (`aws lambda invoke`): a dataset or explicit channels, plus overrides.
 """
 
@@ -41,6 +41,8 @@ class TriggerRequest:
     """Version folder of `dataset`; default: the newest complete version (the one whose marker was written last)."""
     marker_key: str | None = None
     marker_etag: str | None = None
+    marker_version_id: str | None = None  # the marker object's version in the versioned data bucket
+    scheduled_time: str | None = None  # the schedule tick's `time`: each tick trains, a redelivered tick does not
     channels: Mapping[str, str] = field(default_factory=dict)
     """Explicit S3 URIs by channel (`train`, `validation`, `test`), instead of a dataset; `train` is required."""
     overrides: JobOverrides = field(default_factory=JobOverrides)
@@ -71,11 +73,12 @@ def parse_event(event: Mapping[str, Any], settings: Settings) -> list[TriggerReq
         _require_texts(event, [("detail", "bucket", "name"), ("detail", "object", "key"), ("detail", "object", "etag")])
         detail = S3EventBridgeNotificationEvent(event).detail
         request = _marker_request("s3-eventbridge", detail.bucket.name, detail.object.key, detail.object.etag,
-                                  settings, key_field="detail.object.key")
+                                  # S3 sends a version id only from a versioned bucket
+                                  detail.object.get("version-id"), settings, key_field="detail.object.key")
         return [request] if isinstance(request, TriggerRequest) else request
     if event.get("source") == "aws.events" and event.get("detail-type") == "Scheduled Event":
-        EventBridgeEvent(event)  # the schedule carries nothing the trigger needs beyond its kind
-        return [TriggerRequest(source="schedule")]
+        _require_texts(event, [("time",)])
+        return [TriggerRequest(source="schedule", scheduled_time=EventBridgeEvent(event).time)]
     if "detail-type" in event:
         return Ignored(f"EventBridge event {event.get('source')}/{event.get('detail-type')} is not a trigger")
     return [_from_manual_payload(event, settings)]
@@ -99,7 +102,8 @@ def _from_s3_notification(event: Mapping[str, Any], settings: Settings) -> list[
         # The classic notification URL-encodes keys (a space arrives as '+'); Powertools leaves them encoded here.
         s3 = record.s3
         request = _marker_request("s3-notification", s3.bucket.name, unquote_plus(s3.get_object.key),
-                                  s3.get_object.etag, settings, key_field=f"Records[{index}].s3.object.key")
+                                  s3.get_object.etag, s3.get_object.version_id, settings,
+                                  key_field=f"Records[{index}].s3.object.key")
         if isinstance(request, Ignored):
             reasons.append(request.reason)
         else:
@@ -125,7 +129,7 @@ def _require_texts(event: Mapping[str, Any], paths: list[tuple[str | int, ...]])
         raise InvalidInput(errors)
 
 
-def _marker_request(source: str, bucket: str, key: str, etag: str, settings: Settings, *,
+def _marker_request(source: str, bucket: str, key: str, etag: str, version_id: str | None, settings: Settings, *,
                     key_field: str) -> TriggerRequest | Ignored:
     if len(key.encode()) > S3_KEY_LIMIT_BYTES:
         raise InvalidInput([f"{key_field}={shown(key)} is {len(key.encode())} bytes, over S3's "
@@ -144,7 +148,7 @@ def _marker_request(source: str, bucket: str, key: str, etag: str, settings: Set
     if errors:
         raise InvalidInput(errors)
     return TriggerRequest(source=source, dataset=parts[0], version=parts[1], marker_key=key,
-                          marker_etag=etag.strip('"'))
+                          marker_etag=etag.strip('"'), marker_version_id=version_id)
 
 
 def _from_manual_payload(payload: Mapping[str, Any], settings: Settings) -> TriggerRequest:

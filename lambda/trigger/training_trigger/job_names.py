@@ -1,4 +1,5 @@
-"""Training job names: deterministic for dataset events (the idempotency key), fresh for manual runs."""
+"""Training job names: deterministic for dataset events and schedule ticks (from their job key), fresh for manual
+runs."""
 
 from __future__ import annotations
 
@@ -23,13 +24,11 @@ def _compose(prefix: str, readable: str, unique: str) -> str:
     return "-".join(part for part in (prefix, middle, unique) if part)
 
 
-def dataset_job_name(prefix: str, dataset: str, version: str, marker_etag: str) -> str:
-    """The same dataset version closed by the same marker object always gives the same name.
-
-    The marker's ETag (not the event's sequencer) is the key, so the S3 event and a later scheduled run that finds
-    the same marker agree, and the second CreateTrainingJob fails with ResourceInUse instead of training twice.
+def dataset_job_name(prefix: str, dataset: str, version: str, job_key: str) -> str:
+    """`<prefix>-<dataset>-<version>-<hash of job_key>`: the same key always gives the same name, so a second
+    CreateTrainingJob for it fails with ResourceInUse instead of training twice (planning.job_key says what it holds).
     """
-    digest = hashlib.sha256(f"{dataset}\n{version}\n{marker_etag}".encode()).hexdigest()[:_HASH_LENGTH]
+    digest = hashlib.sha256(job_key.encode()).hexdigest()[:_HASH_LENGTH]
     return _compose(prefix, f"{dataset}-{version}", digest)
 
 

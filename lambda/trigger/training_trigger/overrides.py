@@ -12,7 +12,7 @@ from typing import Any
 from training_trigger.errors import InvalidInput
 from training_trigger.container_profiles import DISTRIBUTIONS
 from training_trigger.limits import ceiling_errors, hyperparameter_key_errors, instance_type_errors, tag_errors
-from training_trigger.settings import ENTRY_POINTS, Settings
+from training_trigger.settings import Settings
 
 HyperparameterValue = str | int | float | bool
 RESERVED_HYPERPARAMETER_PREFIX = "sagemaker_"
@@ -28,7 +28,8 @@ class JobOverrides:
     """Each field None (or empty) means "use the stack's default"."""
 
     entry_point: str | None = None
-    """`train_lightning.py` or `train_ddp.py`; default: the stack's `entry_point`."""
+    """The script to run: the path of a file in the training code bundle (`source_dir`), e.g. `train_ddp.py`;
+    default: the stack's `entry_point`."""
     distribution: str | None = None
     """`torch_distributed`, `pytorchddp`, `smdistributed` or `none`; default: the stack's `distribution`."""
     instance_type: str | None = None
@@ -37,7 +38,9 @@ class JobOverrides:
     """Number of instances, a positive whole number; default: the stack's `instance_count`."""
     hyperparameters: Mapping[str, HyperparameterValue] = field(default_factory=dict)
     """Strings, numbers or booleans by flag name (e.g. `epochs`, `batch-size`), merged key by key over the stack's
-    `default_hyperparameters`; `sagemaker_*` keys are refused."""
+    `default_hyperparameters`; `sagemaker_*` keys are refused. For the project's own `train_ddp.py` and
+    `train_lightning.py` each name and value is checked against the scripts' flags; other scripts get them as
+    given."""
     spot: bool | None = None
     """Managed spot training; default: the stack's `use_spot`."""
     max_runtime: int | None = None
@@ -86,7 +89,7 @@ def check_hyperparameters(value: Any, where: str) -> list[str]:
 
 def parse_overrides(payload: Mapping[str, Any], where: str, settings: Settings) -> JobOverrides:
     """Overrides from the fields of `payload` named in OVERRIDE_FIELDS; `where` prefixes field names in errors.
-    `settings` holds the pipeline's cost ceilings.
+    `settings` holds the pipeline's cost ceilings and the training code bundle's files.
 
     Raises InvalidInput listing every bad field.
     """
@@ -96,6 +99,15 @@ def parse_overrides(payload: Mapping[str, Any], where: str, settings: Settings) 
         value = payload.get(name)
         if value is not None and value not in choices:
             errors.append(f"{where}.{name}={value!r} is not one of {list(choices)}: pick one of them")
+        return value
+
+    def bundled_file(name: str) -> str | None:
+        value = payload.get(name)
+        if value is not None and (not isinstance(value, str) or value not in settings.bundle_files):
+            scripts = sorted(path for path in settings.bundle_files if "/" not in path and path.endswith(".py"))
+            errors.append(f"{where}.{name}={value!r} is not a file of the training code bundle: name a script "
+                          f"inside source_dir by its path there, e.g. one of {scripts}")
+            return None
         return value
 
     def positive_int(name: str) -> int | None:
@@ -127,7 +139,7 @@ def parse_overrides(payload: Mapping[str, Any], where: str, settings: Settings) 
     else:
         errors += tag_errors(tags, f"{where}.tags", reserved_keys=TRIGGER_TAG_KEYS, others=len(TRIGGER_TAG_KEYS))
     overrides = JobOverrides(
-        entry_point=choice("entry_point", ENTRY_POINTS),
+        entry_point=bundled_file("entry_point"),
         distribution=choice("distribution", DISTRIBUTIONS),
         instance_type=instance_type,
         instance_count=positive_int("instance_count"),

@@ -5,8 +5,10 @@ Precedence, lowest first: the stack's defaults, the dataset's manifest.json `tra
 
 from __future__ import annotations
 
+import difflib
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Protocol
 
 from training_trigger.datasets import DatasetVersion
@@ -14,7 +16,9 @@ from training_trigger.errors import InvalidInput
 from training_trigger.events import TriggerRequest
 from training_trigger.job_names import dataset_job_name, job_name_errors, manual_job_name
 from training_trigger.limits import channel_name_errors
+from training_trigger.hyperparameter_flags import hyperparameter_flag_errors
 from training_trigger.overrides import (
+    OVERRIDE_FIELDS,
     TRIGGER_TAG_KEYS,
     HyperparameterValue,
     JobOverrides,
@@ -65,11 +69,14 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
     )
     overrides = defaults.then(_manifest_overrides(found, catalog, settings)).then(request.overrides)
     errors = check_hyperparameters(overrides.hyperparameters, "hyperparameters")
+    if overrides.entry_point in settings.checked_entry_points:
+        # After merging: the script that runs decides which flags exist, whichever layer named it.
+        errors += hyperparameter_flag_errors(overrides.hyperparameters, settings.training_flags, "hyperparameters")
     channels = dict(request.channels) or {name: catalog.uri(found.dataset, found.version, name)
                                           for name in found.channels}
     if found is not None:
         errors += channel_name_errors(found.channels, f"folders of {catalog.uri(found.dataset, found.version)}")
-    job_name = _job_name(request, found, settings)
+    job_name = _job_name(request, found, overrides, channels, settings)
     errors += job_name_errors(job_name, settings.job_name_prefix)
     if errors:
         raise InvalidInput(errors)
@@ -105,7 +112,13 @@ def _dataset_version(request: TriggerRequest, catalog: Catalog) -> DatasetVersio
 def _manifest_overrides(found: DatasetVersion | None, catalog: Catalog, settings: Settings) -> JobOverrides:
     if found is None:
         return JobOverrides()
-    training = catalog.manifest(found).get(MANIFEST_OVERRIDES_KEY, {})
+    manifest = catalog.manifest(found)
+    misspelt = misspelt_overrides_keys(manifest)
+    if misspelt:
+        raise InvalidInput([f"{catalog.uri(found.dataset, found.version)}manifest.json {key} looks like a misspelt "
+                            f"{MANIFEST_OVERRIDES_KEY!r}: job settings go under {MANIFEST_OVERRIDES_KEY!r}; rename it, "
+                            f"or give free metadata a name unlike it" for key in misspelt])
+    training = manifest.get(MANIFEST_OVERRIDES_KEY, {})
     where = f"{catalog.uri(found.dataset, found.version)}manifest.json {MANIFEST_OVERRIDES_KEY}"
     if not isinstance(training, Mapping):
         raise InvalidInput([f"{where}={training!r} is not an object: e.g. {{\"instance_count\": 2}}"])
@@ -116,12 +129,49 @@ def _manifest_overrides(found: DatasetVersion | None, catalog: Catalog, settings
     return parse_overrides(training, where=where, settings=settings)
 
 
-def _job_name(request: TriggerRequest, found: DatasetVersion | None, settings: Settings) -> str:
+def misspelt_overrides_keys(manifest: Mapping[str, object]) -> list[str]:
+    """Top-level keys other than `training` that hold job settings: a name close to `training`, or an object
+    naming an override field. Other top-level keys are free metadata."""
+    return [key for key, value in manifest.items() if key != MANIFEST_OVERRIDES_KEY and (
+        difflib.get_close_matches(key.lower(), [MANIFEST_OVERRIDES_KEY], cutoff=0.8)
+        or (isinstance(value, Mapping) and any(name in OVERRIDE_FIELDS for name in value)))]
+
+
+def _job_name(request: TriggerRequest, found: DatasetVersion | None, overrides: JobOverrides,
+              channels: Mapping[str, str], settings: Settings) -> str:
     if request.job_name:
         return request.job_name
     if request.source == "manual":
         return manual_job_name(settings.job_name_prefix, request.dataset)
-    return dataset_job_name(settings.job_name_prefix, found.dataset, found.version, found.marker_etag)
+    key = job_key(request, found, overrides, channels, settings)
+    return dataset_job_name(settings.job_name_prefix, found.dataset, found.version, key)
+
+
+def job_key(request: TriggerRequest, found: DatasetVersion, overrides: JobOverrides, channels: Mapping[str, str],
+            settings: Settings) -> str:
+    """What "the same job" is for dataset events and the schedule: equal keys give equal job names, and SageMaker
+    starts a name only once.
+
+    - the marker object: its version id in the versioned data bucket, so a marker written again is a new job even
+      with the same bytes (an ETag is no content hash under SSE-KMS, and always the same for an empty `_SUCCESS`);
+      its ETag only where the event carries no version (an unversioned bucket);
+    - for the schedule, the tick's time: every tick retrains, a redelivered tick does not;
+    - the effective job: its channels and the overrides after defaults, manifest and payload;
+    - the stack's trigger settings, among them the code bundle (its S3 key is the bundle's content hash) and the
+      image, so a redeploy with new training code or new defaults trains again.
+    """
+    return json.dumps({
+        "dataset": found.dataset, "version": found.version, "marker": found.marker_key,
+        "marker_version": request.marker_version_id or found.marker_etag,
+        "schedule_tick": request.scheduled_time,
+        "job": {"channels": dict(channels), **asdict(overrides)},
+        "stack": asdict(settings),
+    }, sort_keys=True, default=_json_value)
+
+
+def _json_value(value: object) -> object:
+    """The settings' sets (the bundle's files) and read-only mappings, as JSON can hold them."""
+    return sorted(value) if isinstance(value, (set, frozenset)) else dict(value)
 
 
 def _provenance_tags(request: TriggerRequest, found: DatasetVersion | None) -> dict[str, str]:

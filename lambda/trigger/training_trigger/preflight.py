@@ -74,7 +74,7 @@ def _distribution_errors(spec: TrainingJobSpec, settings: Settings) -> list[str]
                                                      image_source=settings.image_source)
     if mode == "torch_distributed" and not spec.entry_point.endswith(".py"):
         errors.append(f"distribution='torch_distributed' runs Python scripts only, not "
-                      f"entry_point={spec.entry_point!r}: use train_ddp.py or train_lightning.py")
+                      f"entry_point={spec.entry_point!r}: use a .py script, or distribution 'none'")
     devices = accelerators(instance_type)
     if mode != "none" and spec.instance_count == 1 and devices is not None and devices < 2:
         errors.append(f"distribution={mode!r} starts one process per accelerator, but instance_type="
@@ -86,13 +86,13 @@ def _distribution_errors(spec: TrainingJobSpec, settings: Settings) -> list[str]
 def _resource_errors(spec: TrainingJobSpec, settings: Settings) -> list[str]:
     errors = []
     if spec.spot and settings.max_wait_seconds < spec.max_runtime:
-        errors.append(f"spot: MAX_WAIT_SECONDS={settings.max_wait_seconds} is below max_runtime={spec.max_runtime}; "
-                      f"SageMaker requires wait >= runtime: lower max_runtime or raise MAX_WAIT_SECONDS")
+        errors.append(f"spot: max_wait_seconds={settings.max_wait_seconds} is below max_runtime={spec.max_runtime}; "
+                      f"SageMaker requires wait >= runtime: lower max_runtime or raise max_wait_seconds")
     if spec.spot and settings.keep_alive_seconds:
-        errors.append(f"spot with KEEP_ALIVE_SECONDS={settings.keep_alive_seconds}: warm pools do not support "
-                      f"managed spot training; set spot=false or KEEP_ALIVE_SECONDS=0")
+        errors.append(f"spot with keep_alive_seconds={settings.keep_alive_seconds}: warm pools do not support "
+                      f"managed spot training; set spot=false or keep_alive_seconds=0")
     if settings.keep_alive_seconds > MAX_KEEP_ALIVE_SECONDS:
-        errors.append(f"KEEP_ALIVE_SECONDS={settings.keep_alive_seconds} exceeds {MAX_KEEP_ALIVE_SECONDS}: lower it")
+        errors.append(f"keep_alive_seconds={settings.keep_alive_seconds} exceeds {MAX_KEEP_ALIVE_SECONDS}: lower it")
     if settings.job_retry_attempts > MAX_RETRY_ATTEMPTS:
-        errors.append(f"JOB_RETRY_ATTEMPTS={settings.job_retry_attempts} exceeds {MAX_RETRY_ATTEMPTS}: lower it")
+        errors.append(f"job_retry_attempts={settings.job_retry_attempts} exceeds {MAX_RETRY_ATTEMPTS}: lower it")
     return errors

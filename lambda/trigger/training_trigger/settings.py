@@ -1,7 +1,9 @@
-"""The environment the stack sets, read once into a frozen, validated `Settings`.
+"""The stack's settings, read once into a frozen, validated `Settings`.
 
-The variable names are the contract with stacks/ (stacks/trigger_environment.py). A bad value is a
-deployment error, so `load_settings` raises `SettingsError` listing every bad field rather than the first.
+Two parts, both written by stacks/trigger_environment.py: the values only deployment resolves (bucket names, ARNs,
+URIs) in the Lambda environment, and everything the configuration fixes at synthesis in a JSON file of the bundle
+(`STATIC_SETTINGS_FILE`, relative to the bundle root), which keeps the environment far below Lambda's 4 KB. A bad
+value is a deployment error, so `load_settings` raises `SettingsError` listing every bad field rather than the first.
 """
 
 from __future__ import annotations
@@ -11,18 +13,19 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from training_trigger.container_profiles import DISTRIBUTIONS
 
-ENTRY_POINTS = ("train_lightning.py", "train_ddp.py")
+BUNDLE_ROOT = Path(__file__).resolve().parents[1]
 IMAGE_SOURCES = ("dlc", "custom")
 INPUT_MODES = ("File", "FastFile")
 
 
 class SettingsError(ValueError):
     def __init__(self, errors: list[str]):
-        super().__init__("invalid trigger environment: " + "; ".join(errors))
+        super().__init__("invalid trigger settings: " + "; ".join(errors))
         self.errors = errors
 
 
@@ -66,22 +69,22 @@ class Settings:
     metric_definitions: tuple[Mapping[str, str], ...]
     container_log_level: str
     notification_topic_arn: str
+    bundle_files: frozenset[str]  # every file of the job's sourcedir.tar.gz, by its path in the archive
+    checked_entry_points: tuple[str, ...]  # scripts whose hyperparameters training_flags describes
+    training_flags: Mapping[str, Any]  # the training code's flag definitions (ranker.config.flag_definitions)
 
 
-class _Reader:
-    """Reads variables from one environment, collecting every error instead of stopping at the first."""
+class _EnvironmentReader:
+    """Reads the resolved values from the environment, collecting every error instead of stopping at the first."""
 
-    def __init__(self, environ: Mapping[str, str]):
-        self.environ = environ
-        self.errors: list[str] = []
+    def __init__(self, environ: Mapping[str, str], errors: list[str]):
+        self.environ, self.errors = environ, errors
 
-    def text(self, name: str, default: str | None = None, *, choices: tuple[str, ...] = (), allow_empty=False) -> str:
-        value = self.environ.get(name, default)
+    def text(self, name: str, *, allow_empty=False) -> str:
+        value = self.environ.get(name)
         if value is None or (value == "" and not allow_empty):
             self.errors.append(f"{name} is missing: set it in the stack's Lambda environment")
             return ""
-        if choices and value not in choices:
-            self.errors.append(f"{name}={value!r} is not one of {list(choices)}: set one of them")
         return value
 
     def s3_uri(self, name: str) -> str:
@@ -90,107 +93,160 @@ class _Reader:
             self.errors.append(f"{name}={value!r} is not an S3 URI: use the form s3://bucket/prefix")
         return value
 
-    def integer(self, name: str, default: str | None = None, *, minimum: int = 0) -> int:
-        value = self.text(name, default)
-        try:
-            number = int(value)
-        except ValueError:
-            if value:
-                self.errors.append(f"{name}={value!r} is not an integer: set a whole number >= {minimum}")
+
+class _StaticReader:
+    """Reads the synthesized settings file, typed as JSON, collecting every error like _EnvironmentReader."""
+
+    def __init__(self, document: Mapping[str, Any], where: str, errors: list[str]):
+        self.document, self.where, self.errors = document, where, errors
+
+    def _get(self, name: str, expected: type | tuple[type, ...], example: str) -> Any:
+        value = self.document.get(name)
+        # JSON true is a Python int too: a boolean counts as a number nowhere.
+        if value is None or (isinstance(value, bool) and expected is not bool) or not isinstance(value, expected):
+            self.errors.append(f"{self.where}: {name}={value!r} is not {example}: synthesize and deploy the stack "
+                               f"again, which writes it")
+            return None
+        return value
+
+    def text(self, name: str, *, choices: tuple[str, ...] = ()) -> str:
+        value = self._get(name, str, "a string") or ""
+        if value and choices and value not in choices:
+            self.errors.append(f"{self.where}: {name}={value!r} is not one of {list(choices)}: set one of them")
+        return value
+
+    def integer(self, name: str, *, minimum: int = 0) -> int:
+        value = self._get(name, int, f"a whole number >= {minimum}")
+        if value is None:
             return minimum
-        if number < minimum:
-            self.errors.append(f"{name}={value!r} is below {minimum}: set a whole number >= {minimum}")
-        return number
+        if value < minimum:
+            self.errors.append(f"{self.where}: {name}={value} is below {minimum}: set a whole number >= {minimum}")
+        return value
 
     def flag(self, name: str) -> bool:
-        return self.text(name, choices=("true", "false")) == "true"
+        return bool(self._get(name, bool, "true or false"))
 
-    def csv(self, name: str, default: str | None = None) -> tuple[str, ...]:
-        return tuple(item.strip() for item in self.text(name, default, allow_empty=True).split(",") if item.strip())
+    def strings(self, name: str) -> tuple[str, ...]:
+        value = self._get(name, list, "a list of strings") or []
+        if not all(isinstance(item, str) for item in value):
+            self.errors.append(f"{self.where}: {name}={value!r} is not a list of strings: list names")
+            return ()
+        return tuple(value)
 
-    def json(self, name: str, expected: type) -> Any:
-        value = self.text(name)
-        try:
-            parsed = json.loads(value) if value else expected()
-        except json.JSONDecodeError as error:
-            self.errors.append(f"{name} is not valid JSON ({error}): set a JSON {expected.__name__}")
-            return expected()
-        if not isinstance(parsed, expected):
-            self.errors.append(f"{name}={value!r} is not a JSON {expected.__name__}: set a JSON {expected.__name__}")
-            return expected()
-        return parsed
+    def mapping(self, name: str) -> dict[str, Any]:
+        return self._get(name, dict, "an object") or {}
+
+    def objects(self, name: str) -> tuple[Mapping[str, Any], ...]:
+        value = self._get(name, list, "a list of objects") or []
+        if not all(isinstance(item, dict) for item in value):
+            self.errors.append(f"{self.where}: {name}={value!r} is not a list of objects: list objects")
+            return ()
+        return tuple(value)
 
 
-def settings_from_environ(environ: Mapping[str, str]) -> Settings:
-    read = _Reader(environ)
+def read_static_settings(path: Path) -> dict[str, Any]:
+    """The settings file's object; raises SettingsError naming the file when it is missing or not a JSON object."""
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise SettingsError([f"{path} cannot be read as JSON ({error}): it is written into the trigger's bundle at "
+                             f"synthesis; deploy the stack again"]) from None
+    if not isinstance(document, dict):
+        raise SettingsError([f"{path} holds {type(document).__name__}, not an object: deploy the stack again"])
+    return document
+
+
+def settings_from(environ: Mapping[str, str], static: Mapping[str, Any], static_name: str) -> Settings:
+    """Settings from the resolved environment and the synthesized settings file's object (named `static_name`)."""
+    errors: list[str] = []
+    env = _EnvironmentReader(environ, errors)
+    read = _StaticReader(static, static_name, errors)
     region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or ""
     if not region:
-        read.errors.append("AWS_REGION is missing: the Lambda runtime sets it; set AWS_DEFAULT_REGION when testing")
-    use_spot = read.flag("USE_SPOT")
-    max_runtime_seconds = read.integer("MAX_RUNTIME_SECONDS", minimum=1)
-    # Without spot the stack sends MAX_WAIT_SECONDS="0" (no wait); with spot SageMaker needs wait >= runtime.
-    max_wait_seconds = read.integer("MAX_WAIT_SECONDS")
+        errors.append("AWS_REGION is missing: the Lambda runtime sets it; set AWS_DEFAULT_REGION when testing")
+    use_spot = read.flag("use_spot")
+    max_runtime_seconds = read.integer("max_runtime_seconds", minimum=1)
+    # Without spot the stack writes max_wait_seconds 0 (no wait); with spot SageMaker needs wait >= runtime.
+    max_wait_seconds = read.integer("max_wait_seconds")
     if use_spot and max_wait_seconds < max_runtime_seconds:
-        read.errors.append(f"MAX_WAIT_SECONDS={max_wait_seconds} is below MAX_RUNTIME_SECONDS={max_runtime_seconds} "
-                           f"with USE_SPOT=true: SageMaker requires the spot wait to cover the runtime; raise "
-                           f"MAX_WAIT_SECONDS or set USE_SPOT=false")
-    default_instance_count = read.integer("DEFAULT_INSTANCE_COUNT", minimum=1)
-    max_instance_count = read.integer("MAX_INSTANCE_COUNT", minimum=1)
-    max_runtime_ceiling_seconds = read.integer("MAX_RUNTIME_CEILING_SECONDS", minimum=1)
+        errors.append(f"{static_name}: max_wait_seconds={max_wait_seconds} is below max_runtime_seconds="
+                      f"{max_runtime_seconds} with use_spot: SageMaker requires the spot wait to cover the runtime; "
+                      f"raise max_wait_seconds or turn use_spot off")
+    default_instance_count = read.integer("default_instance_count", minimum=1)
+    max_instance_count = read.integer("max_instance_count", minimum=1)
+    max_runtime_ceiling_seconds = read.integer("max_runtime_ceiling_seconds", minimum=1)
     for name, value, ceiling_name, ceiling in (
-            ("DEFAULT_INSTANCE_COUNT", default_instance_count, "MAX_INSTANCE_COUNT", max_instance_count),
-            ("MAX_RUNTIME_SECONDS", max_runtime_seconds, "MAX_RUNTIME_CEILING_SECONDS", max_runtime_ceiling_seconds)):
+            ("default_instance_count", default_instance_count, "max_instance_count", max_instance_count),
+            ("max_runtime_seconds", max_runtime_seconds, "max_runtime_ceiling_seconds", max_runtime_ceiling_seconds)):
         if value > ceiling:
-            read.errors.append(f"{name}={value} exceeds {ceiling_name}={ceiling}: the defaults must sit under the "
-                               f"cost ceilings; lower {name} or raise {ceiling_name}")
-    dataset_prefix = read.text("DATASET_PREFIX", "datasets/")
+            errors.append(f"{static_name}: {name}={value} exceeds {ceiling_name}={ceiling}: the defaults must sit "
+                          f"under the cost ceilings; lower {name} or raise {ceiling_name}")
+    dataset_prefix = read.text("dataset_prefix")
     if dataset_prefix and not dataset_prefix.endswith("/"):
-        read.errors.append(f"DATASET_PREFIX={dataset_prefix!r} must end with '/': e.g. 'datasets/'")
+        errors.append(f"{static_name}: dataset_prefix={dataset_prefix!r} must end with '/': e.g. 'datasets/'")
+    bundle_files = frozenset(read.strings("bundle_files"))
+    default_entry_point = read.text("default_entry_point")
+    if default_entry_point and default_entry_point not in bundle_files:
+        errors.append(f"{static_name}: default_entry_point={default_entry_point!r} is not in bundle_files: "
+                      f"synthesize and deploy the stack again")
     settings = Settings(
         region=region,
-        data_bucket=read.text("DATA_BUCKET"),
-        artifacts_bucket=read.text("ARTIFACTS_BUCKET"),
+        data_bucket=env.text("DATA_BUCKET"),
+        artifacts_bucket=env.text("ARTIFACTS_BUCKET"),
         dataset_prefix=dataset_prefix,
-        marker_names=read.csv("MARKER_NAMES", "_SUCCESS,manifest.json"),
-        job_name_prefix=read.text("JOB_NAME_PREFIX"),
-        role_arn=read.text("ROLE_ARN"),
-        training_image_uri=read.text("TRAINING_IMAGE_URI"),
-        image_source=read.text("IMAGE_SOURCE", choices=IMAGE_SOURCES),
-        framework_version=read.text("FRAMEWORK_VERSION"),
-        python_version=read.text("PYTHON_VERSION"),
-        source_bundle_uri=read.s3_uri("SOURCE_BUNDLE_URI"),
-        output_s3_uri=read.s3_uri("OUTPUT_S3_URI"),
-        checkpoint_s3_uri=read.s3_uri("CHECKPOINT_S3_URI"),
-        default_entry_point=read.text("DEFAULT_ENTRY_POINT", choices=ENTRY_POINTS),
-        default_distribution=read.text("DEFAULT_DISTRIBUTION", choices=DISTRIBUTIONS),
-        default_instance_type=read.text("DEFAULT_INSTANCE_TYPE"),
+        marker_names=read.strings("marker_names"),
+        job_name_prefix=read.text("job_name_prefix"),
+        role_arn=env.text("ROLE_ARN"),
+        training_image_uri=env.text("TRAINING_IMAGE_URI"),
+        image_source=read.text("image_source", choices=IMAGE_SOURCES),
+        framework_version=read.text("framework_version"),
+        python_version=read.text("python_version"),
+        source_bundle_uri=env.s3_uri("SOURCE_BUNDLE_URI"),
+        output_s3_uri=env.s3_uri("OUTPUT_S3_URI"),
+        checkpoint_s3_uri=env.s3_uri("CHECKPOINT_S3_URI"),
+        default_entry_point=default_entry_point,
+        default_distribution=read.text("default_distribution", choices=DISTRIBUTIONS),
+        default_instance_type=read.text("default_instance_type"),
         default_instance_count=default_instance_count,
         max_instance_count=max_instance_count,
         max_runtime_ceiling_seconds=max_runtime_ceiling_seconds,
-        extra_data_buckets=read.csv("EXTRA_DATA_BUCKETS", ""),
-        default_hyperparameters=read.json("DEFAULT_HYPERPARAMETERS", dict),
-        input_mode=read.text("INPUT_MODE", choices=INPUT_MODES),
-        volume_size_gb=read.integer("VOLUME_SIZE_GB", minimum=1),
+        extra_data_buckets=read.strings("extra_data_buckets"),
+        default_hyperparameters=read.mapping("default_hyperparameters"),
+        input_mode=read.text("input_mode", choices=INPUT_MODES),
+        volume_size_gb=read.integer("volume_size_gb", minimum=1),
         max_runtime_seconds=max_runtime_seconds,
         use_spot=use_spot,
-        tensorboard=read.flag("TENSORBOARD"),
+        tensorboard=read.flag("tensorboard"),
         max_wait_seconds=max_wait_seconds,
-        keep_alive_seconds=read.integer("KEEP_ALIVE_SECONDS", "0"),
-        job_retry_attempts=read.integer("JOB_RETRY_ATTEMPTS", "0"),
-        subnet_ids=read.csv("SUBNET_IDS", ""),
-        security_group_ids=read.csv("SECURITY_GROUP_IDS", ""),
-        kms_key_arn=read.text("KMS_KEY_ARN", "", allow_empty=True) or None,
-        enable_network_isolation=read.flag("ENABLE_NETWORK_ISOLATION"),
-        enable_inter_container_encryption=read.flag("ENABLE_INTER_CONTAINER_ENCRYPTION"),
-        metric_definitions=tuple(read.json("METRIC_DEFINITIONS", list)),
-        container_log_level=read.text("CONTAINER_LOG_LEVEL", "20"),
-        notification_topic_arn=read.text("NOTIFICATION_TOPIC_ARN"),
+        keep_alive_seconds=read.integer("keep_alive_seconds"),
+        job_retry_attempts=read.integer("job_retry_attempts"),
+        subnet_ids=read.strings("subnet_ids"),
+        security_group_ids=read.strings("security_group_ids"),
+        kms_key_arn=env.text("KMS_KEY_ARN", allow_empty=True) or None,
+        enable_network_isolation=read.flag("enable_network_isolation"),
+        enable_inter_container_encryption=read.flag("enable_inter_container_encryption"),
+        metric_definitions=read.objects("metric_definitions"),
+        container_log_level=read.text("container_log_level"),
+        notification_topic_arn=env.text("NOTIFICATION_TOPIC_ARN"),
+        bundle_files=bundle_files,
+        checked_entry_points=read.strings("checked_entry_points"),
+        training_flags=read.mapping("training_flags"),
     )
     if bool(settings.subnet_ids) != bool(settings.security_group_ids):
-        read.errors.append("SUBNET_IDS and SECURITY_GROUP_IDS must be both set (VPC) or both empty (no VPC)")
-    if read.errors:
-        raise SettingsError(read.errors)
+        errors.append(f"{static_name}: subnet_ids and security_group_ids must be both set (VPC) or both empty "
+                      f"(no VPC)")
+    if errors:
+        raise SettingsError(errors)
     return settings
+
+
+def settings_from_environ(environ: Mapping[str, str]) -> Settings:
+    """Settings from `environ` and the settings file it names (`STATIC_SETTINGS_FILE`, relative to the bundle)."""
+    name = environ.get("STATIC_SETTINGS_FILE")
+    if not name:
+        raise SettingsError(["STATIC_SETTINGS_FILE is missing: set it in the stack's Lambda environment"])
+    path = BUNDLE_ROOT / name
+    return settings_from(environ, read_static_settings(path), name)
 
 
 @functools.cache

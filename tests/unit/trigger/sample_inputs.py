@@ -7,56 +7,36 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ranker.config import flag_definitions
 from ranker.log_format import metric_definitions
 from training_trigger.planning import TrainingJobSpec
-from training_trigger.settings import Settings, settings_from_environ
+from training_trigger.settings import Settings, settings_from
 
 EVENTS_DIR = Path(__file__).parent / "events"
 DATA_BUCKET = "ranker-data-example"
 TOPIC_ARN = "arn:aws:sns:eu-west-1:123456789012:ranker-training-rejections"
 
 
+# Files of a training code bundle like the project's: its entry points, its package and the generic dependency.
+BUNDLE_FILES = ("requirements.txt", "train_ddp.py", "train_lightning.py", "ranker/__init__.py", "ranker/config.py",
+                "sagemaker_distributed/__init__.py")
+STATIC_SETTINGS_NAME = "stack_settings.json"
+
+
 def stack_environ(**changes: str) -> dict[str, str]:
-    """The environment the stack gives the function (the contract: stacks/trigger_environment.py)."""
+    """The resolved environment the stack gives the function (the contract: stacks/trigger_environment.py)."""
     environ = {
         "AWS_REGION": "eu-west-1",
         "DATA_BUCKET": DATA_BUCKET,
         "ARTIFACTS_BUCKET": "ranker-artifacts-example",
-        "DATASET_PREFIX": "datasets/",
-        "MARKER_NAMES": "_SUCCESS,manifest.json",
-        "JOB_NAME_PREFIX": "ranker",
         "ROLE_ARN": "arn:aws:iam::123456789012:role/ranker-sagemaker-execution",
         "TRAINING_IMAGE_URI": "763104351884.dkr.ecr.eu-west-1.amazonaws.com/pytorch-training:2.2.0-gpu-py310",
-        "IMAGE_SOURCE": "dlc",
-        "FRAMEWORK_VERSION": "2.2.0",
-        "PYTHON_VERSION": "py310",
         "SOURCE_BUNDLE_URI": "s3://ranker-artifacts-example/code/3f9c2a1b/sourcedir.tar.gz",
         "OUTPUT_S3_URI": "s3://ranker-artifacts-example/models/",
         "CHECKPOINT_S3_URI": "s3://ranker-artifacts-example/checkpoints/",
-        "DEFAULT_ENTRY_POINT": "train_lightning.py",
-        "DEFAULT_DISTRIBUTION": "pytorchddp",
-        "DEFAULT_INSTANCE_TYPE": "ml.p4d.24xlarge",
-        "DEFAULT_INSTANCE_COUNT": "1",
-        "MAX_INSTANCE_COUNT": "4",
-        "MAX_RUNTIME_CEILING_SECONDS": "259200",
-        "EXTRA_DATA_BUCKETS": "ranker-shared-corpora",
-        "DEFAULT_HYPERPARAMETERS": json.dumps({"epochs": 10, "loss": "listnet"}),
-        "INPUT_MODE": "File",
-        "VOLUME_SIZE_GB": "30",
-        "MAX_RUNTIME_SECONDS": "86400",
-        "USE_SPOT": "false",
-        "TENSORBOARD": "false",
-        "MAX_WAIT_SECONDS": "172800",
-        "KEEP_ALIVE_SECONDS": "0",
-        "JOB_RETRY_ATTEMPTS": "0",
-        "SUBNET_IDS": "",
-        "SECURITY_GROUP_IDS": "",
         "KMS_KEY_ARN": "",
-        "ENABLE_NETWORK_ISOLATION": "false",
-        "ENABLE_INTER_CONTAINER_ENCRYPTION": "false",
-        "METRIC_DEFINITIONS": json.dumps(metric_definitions()),
-        "CONTAINER_LOG_LEVEL": "20",
         "NOTIFICATION_TOPIC_ARN": TOPIC_ARN,
+        "STATIC_SETTINGS_FILE": STATIC_SETTINGS_NAME,
         "POWERTOOLS_SERVICE_NAME": "training-trigger",
         "POWERTOOLS_METRICS_NAMESPACE": "RankerTraining",
         "POWERTOOLS_LOG_LEVEL": "INFO",
@@ -64,8 +44,57 @@ def stack_environ(**changes: str) -> dict[str, str]:
     return {**environ, **changes}
 
 
-def stack_settings(**changes: str) -> Settings:
-    return settings_from_environ(stack_environ(**changes))
+def stack_static_settings(**changes: Any) -> dict[str, Any]:
+    """The settings file the stack writes into the bundle, for the project's own training code."""
+    static = {
+        "dataset_prefix": "datasets/",
+        "marker_names": ["_SUCCESS", "manifest.json"],
+        "job_name_prefix": "ranker",
+        "image_source": "dlc",
+        "framework_version": "2.2.0",
+        "python_version": "py310",
+        "default_entry_point": "train_lightning.py",
+        "default_distribution": "pytorchddp",
+        "default_instance_type": "ml.p4d.24xlarge",
+        "default_instance_count": 1,
+        "max_instance_count": 4,
+        "max_runtime_ceiling_seconds": 259200,
+        "extra_data_buckets": ["ranker-shared-corpora"],
+        "default_hyperparameters": {"epochs": 10, "loss": "listwise"},
+        "input_mode": "File",
+        "volume_size_gb": 30,
+        "max_runtime_seconds": 86400,
+        "use_spot": False,
+        "tensorboard": False,
+        "max_wait_seconds": 172800,
+        "keep_alive_seconds": 0,
+        "job_retry_attempts": 0,
+        "subnet_ids": [],
+        "security_group_ids": [],
+        "enable_network_isolation": False,
+        "enable_inter_container_encryption": False,
+        "metric_definitions": metric_definitions(),
+        "container_log_level": "20",
+        "bundle_files": list(BUNDLE_FILES),
+        "checked_entry_points": ["train_ddp.py", "train_lightning.py"],
+        "training_flags": flag_definitions(),
+    }
+    return {**static, **changes}
+
+
+def stack_settings(**changes: Any) -> Settings:
+    """Settings with `changes`: UPPER_CASE names change the environment, lower_case ones the settings file."""
+    environ = stack_environ(**{name: value for name, value in changes.items() if name.isupper()})
+    static = stack_static_settings(**{name: value for name, value in changes.items() if not name.isupper()})
+    return settings_from(environ, static, STATIC_SETTINGS_NAME)
+
+
+def write_stack_settings(folder: Path, **changes: Any) -> dict[str, str]:
+    """Writes the settings file into `folder`; returns the environment that names it, as the deployed function
+    has it."""
+    path = folder / STATIC_SETTINGS_NAME
+    path.write_text(json.dumps(stack_static_settings(**changes)))
+    return stack_environ(STATIC_SETTINGS_FILE=str(path))
 
 
 def load_event(name: str) -> dict[str, Any]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from training_trigger.errors import InvalidInput
 from training_trigger.events import Ignored, TriggerRequest, parse_event
+
 from trigger.sample_inputs import load_event
 
 
@@ -82,9 +82,31 @@ def test_deletions_are_ignored(settings):
     assert isinstance(parse_event(event, settings), Ignored)
 
 
-def test_schedule_asks_for_the_newest_complete_version(settings):
+def test_schedule_asks_for_the_newest_complete_version_once_per_tick(settings):
+    # Given a tick of the retrain schedule / When it is parsed
     [request] = parse_event(load_event("schedule.json"), settings)
-    assert request == TriggerRequest(source="schedule")
+    # Then it names no dataset (the newest complete version) and carries the tick's time, its idempotency key
+    assert request == TriggerRequest(source="schedule", scheduled_time="2026-11-02T03:00:00Z")
+
+
+def test_a_schedule_event_without_its_time_is_rejected_naming_the_field(settings):
+    event = load_event("schedule.json")
+    del event["time"]
+    with pytest.raises(InvalidInput) as invalid:
+        parse_event(event, settings)
+    assert invalid.value.errors[0].startswith("time=None is not a non-empty string")
+
+
+def test_marker_events_carry_the_marker_objects_version(settings):
+    # Given the EventBridge event from the versioned data bucket, and both event shapes from an unversioned one
+    [versioned] = parse_event(load_event("s3_eventbridge_object_created.json"), settings)
+    unversioned_eventbridge = load_event("s3_eventbridge_object_created.json")
+    del unversioned_eventbridge["detail"]["object"]["version-id"]
+    unversioned = [parse_event(unversioned_eventbridge, settings)[0],
+                   parse_event(load_event("s3_notification_put.json"), settings)[0]]
+    # Then the version id S3 sent is kept as the marker's identity, and its absence stays visible
+    assert versioned.marker_version_id == "IYV3p45BT0ac8hjHg1houSdS1a.Mro8e"
+    assert [request.marker_version_id for request in unversioned] == [None, None]
 
 
 def test_other_eventbridge_events_are_ignored(settings):
@@ -125,7 +147,7 @@ def test_manual_channels_payload(settings):
         ({"channels": {"eval": "s3://b/e/"}}, "channels.eval is not a channel"),
         ({"dataset": "../etc"}, "dataset='../etc' is not a dataset path segment"),
         ({"dataset": "news", "distribution": "horovod"}, "payload.distribution='horovod' is not one of"),
-        ({"dataset": "news", "entry_point": "train.sh"}, "payload.entry_point='train.sh' is not one of"),
+        ({"dataset": "news", "entry_point": "train.sh"}, "payload.entry_point='train.sh' is not a file of the training code bundle: name a script inside source_dir"),
         ({"dataset": "news", "instance_count": 0}, "payload.instance_count=0 is not a positive whole number"),
         ({"dataset": "news", "instance_count": True}, "payload.instance_count=True is not a positive"),
         ({"dataset": "news", "instance_type": "p4d.24xlarge"}, "is not a SageMaker instance type"),

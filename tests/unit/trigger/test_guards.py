@@ -10,7 +10,6 @@ import json
 import pytest
 from botocore.response import StreamingBody
 from botocore.stub import ANY
-
 from training_trigger.errors import InvalidInput
 from training_trigger.events import parse_event
 from training_trigger.limits import MAX_TAGS, service_limit_errors
@@ -19,11 +18,12 @@ from training_trigger.preflight import preflight_errors
 from training_trigger.request import build_training_job_request
 from training_trigger.service import handle_event
 from training_trigger.settings import SettingsError
-from trigger.sample_inputs import DATA_BUCKET, TOPIC_ARN, job_spec, load_event, stack_environ, stack_settings
+
+from trigger.sample_inputs import DATA_BUCKET, TOPIC_ARN, job_spec, load_event, stack_settings, stack_static_settings
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
 
-EXTRA_BUCKET = stack_environ()["EXTRA_DATA_BUCKETS"]
+EXTRA_BUCKET = stack_static_settings()["extra_data_buckets"][0]
 TRAIN_URI = f"s3://{DATA_BUCKET}/datasets/news/v1/train/"
 
 
@@ -59,9 +59,9 @@ def test_a_request_at_the_ceilings_is_accepted(settings):
 
 
 @pytest.mark.parametrize(("environ", "message"), [
-    ({"DEFAULT_INSTANCE_COUNT": "5"}, "DEFAULT_INSTANCE_COUNT=5 exceeds MAX_INSTANCE_COUNT=4"),
-    ({"MAX_RUNTIME_SECONDS": "300000"}, "MAX_RUNTIME_SECONDS=300000 exceeds MAX_RUNTIME_CEILING_SECONDS=259200"),
-    ({"MAX_INSTANCE_COUNT": "0"}, "MAX_INSTANCE_COUNT='0' is below 1"),
+    ({"default_instance_count": 5}, "default_instance_count=5 exceeds max_instance_count=4"),
+    ({"max_runtime_seconds": 300000}, "max_runtime_seconds=300000 exceeds max_runtime_ceiling_seconds=259200"),
+    ({"max_instance_count": 0}, "max_instance_count=0 is below 1"),
 ])
 def test_defaults_above_their_ceiling_are_a_deployment_error(environ, message):
     with pytest.raises(SettingsError, match=message):
@@ -187,14 +187,14 @@ def test_hyperparameter_names_sagemaker_refuses_are_refused(settings, key, messa
 # --- the API model's limits on the built request -------------------------------------------------------------------
 
 @pytest.mark.parametrize(("environ", "message"), [
-    ({"DEFAULT_INSTANCE_TYPE": "ml.g5.13xlarge"}, "ResourceConfig.InstanceType='ml.g5.13xlarge' is not a value "
+    ({"default_instance_type": "ml.g5.13xlarge"}, "ResourceConfig.InstanceType='ml.g5.13xlarge' is not a value "
                                                   "SageMaker accepts: use one of ['ml.g5.16xlarge', 'ml.g5.12xlarge'"),
     ({"ROLE_ARN": "arn:aws:iam::1234:role/x"}, "RoleArn='arn:aws:iam::1234:role/x' does not match SageMaker's pattern"),
     ({"CHECKPOINT_S3_URI": "s3://ranker-artifacts-example/" + "c" * 1000 + "/"},
      "CheckpointConfig.S3Uri='s3://ranker-artifacts-example/ccccccccccccccccccccccccccccc...(1073 characters) is "
      "1071 characters, over SageMaker's 1024"),
     ({"KMS_KEY_ARN": "arn:aws:kms:eu-west-1:123456789012:key/my key"}, "OutputDataConfig.KmsKeyId="),
-    ({"SUBNET_IDS": ",".join(f"subnet-0{i}" for i in range(17)), "SECURITY_GROUP_IDS": "sg-01"},
+    ({"subnet_ids": [f"subnet-0{i}" for i in range(17)], "security_group_ids": ["sg-01"]},
      "VpcConfig.Subnets: 17 entries exceed SageMaker's 16"),
 ])
 def test_settings_that_break_the_api_model_are_refused_before_the_call(environ, message):

@@ -6,20 +6,28 @@ that is how "never calls CreateTrainingJob" is proven.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import io
 import json
 import re
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 
+import handler
 import pytest
 from botocore.exceptions import ClientError
 from botocore.response import StreamingBody
 from botocore.stub import ANY
 
-import handler
-from trigger.sample_inputs import DATA_BUCKET, EVENTS_DIR, TOPIC_ARN, load_event, stack_environ
+from trigger.sample_inputs import (
+    DATA_BUCKET,
+    EVENTS_DIR,
+    TOPIC_ARN,
+    load_event,
+    stack_static_settings,
+    write_stack_settings,
+)
 
 # Ignored events and dry runs emit no metric, which Powertools warns about; that is the expected outcome here.
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
@@ -37,8 +45,8 @@ class LambdaContext:
 
 
 @pytest.fixture(autouse=True)
-def stack_environment(monkeypatch):
-    for name, value in stack_environ().items():
+def stack_environment(monkeypatch, tmp_path):
+    for name, value in write_stack_settings(tmp_path).items():
         monkeypatch.setenv(name, value)
     from training_trigger.settings import load_settings
 
@@ -117,6 +125,82 @@ def test_the_same_event_twice_is_reported_as_duplicate(s3_stub, sagemaker_stub, 
     assert '"DuplicateEvents"' in capsys.readouterr().out
 
 
+def _started_job_name(s3_stub, sagemaker_stub, event) -> str:
+    """The name of the job the marker event starts, with SageMaker accepting it."""
+    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+    sagemaker_stub.add_response("create_training_job", {"TrainingJobArn": "arn:aws:sagemaker:eu-west-1:"
+                                                        "123456789012:training-job/ranker-x"})
+    result = _invoke(event)
+    assert result["status"] == "started"
+    return result["job_name"]
+
+
+def _redeploy(monkeypatch, **changes: str) -> None:
+    from training_trigger.settings import load_settings
+
+    for name, value in changes.items():
+        monkeypatch.setenv(name, value)
+    load_settings.cache_clear()
+
+
+@pytest.mark.parametrize("changes", [
+    {"SOURCE_BUNDLE_URI": "s3://ranker-artifacts-example/code/77d0e4c5/sourcedir.tar.gz"},  # new training code
+    {"DEFAULT_HYPERPARAMETERS": json.dumps({"epochs": 20, "loss": "listnet"})},
+    {"DEFAULT_INSTANCE_COUNT": "2"},
+    {"TRAINING_IMAGE_URI": "763104351884.dkr.ecr.eu-west-1.amazonaws.com/pytorch-training:2.1.0-gpu-py310"},
+], ids=["training-code", "default-hyperparameters", "instance-count", "image"])
+def test_the_same_marker_after_a_redeploy_with_new_code_or_settings_starts_a_new_job(s3_stub, sagemaker_stub,
+                                                                                     monkeypatch, changes):
+    # Given the marker event started a job
+    event = load_event("s3_eventbridge_object_created.json")
+    before = _started_job_name(s3_stub, sagemaker_stub, event)
+    # When the stack is redeployed with new training code or new job settings and the event arrives again
+    _redeploy(monkeypatch, **changes)
+    after = _started_job_name(s3_stub, sagemaker_stub, event)
+    # Then it is another job, not a duplicate of the one that ran the old code or settings
+    assert before != after
+    assert after.startswith("ranker-web-search-2026-11-01-")
+
+
+def test_a_marker_written_again_with_the_same_bytes_starts_a_new_job(s3_stub, sagemaker_stub):
+    # Given the marker event started a job
+    event = load_event("s3_eventbridge_object_created.json")
+    first = _started_job_name(s3_stub, sagemaker_stub, event)
+    # When the same empty marker is uploaded again: same ETag, a new object version in the versioned bucket
+    rewritten = copy.deepcopy(event)
+    rewritten["detail"]["object"]["version-id"] = "Qs9_UVbwpVaDx5hBkCk0Fc3SCfzX1Luu"
+    second = _started_job_name(s3_stub, sagemaker_stub, rewritten)
+    # Then it asks for a new job
+    assert first != second
+
+
+def _newest_version_listing(s3_stub):
+    """The listings a schedule reads: one dataset, one version, then that version's root."""
+    s3_stub.add_response("list_objects_v2", {"CommonPrefixes": [{"Prefix": "datasets/web search/"}]},
+                         {"Bucket": DATA_BUCKET, "Prefix": "datasets/", "Delimiter": "/"})
+    s3_stub.add_response("list_objects_v2", {"CommonPrefixes": [{"Prefix": VERSION_ROOT}]},
+                         {"Bucket": DATA_BUCKET, "Prefix": "datasets/web search/", "Delimiter": "/"})
+    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+
+
+def test_the_retrain_schedule_retrains_on_every_tick_and_once_per_tick(s3_stub, sagemaker_stub):
+    # Given the newest complete version already trained, and two ticks of the schedule, the first delivered twice
+    tick = load_event("schedule.json")
+    next_tick = {**tick, "id": "0b2f6c1e-4d1a-4c55-8f0e-6a7d2e9c3b10", "time": "2026-11-09T03:00:00Z"}
+    names = []
+    for event in (tick, tick, next_tick):
+        _newest_version_listing(s3_stub)
+        sagemaker_stub.add_response("create_training_job", {"TrainingJobArn": "arn:aws:sagemaker:eu-west-1:"
+                                                            "123456789012:training-job/ranker-x"})
+        # When each is handled
+        result = _invoke(event)
+        names.append(result["job_name"])
+    # Then every tick retrains the newest version although no new version arrived, and a redelivered tick asks
+    # for the same job again (SageMaker refuses the name a second time)
+    assert names[0] == names[1] != names[2]
+    assert all(name.startswith("ranker-web-search-2026-11-01-") for name in names)
+
+
 @pytest.mark.parametrize("code", ["ThrottlingException", "ResourceLimitExceeded"])
 def test_throttling_and_quota_raise_so_the_event_is_retried(s3_stub, sagemaker_stub, code):
     _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
@@ -144,7 +228,7 @@ def test_manifest_overrides_the_defaults(s3_stub, sagemaker_stub, sent_requests)
     assert sent["HyperParameters"]["sagemaker_torch_distributed_enabled"] == "true"
     assert sent["HyperParameters"]["loss"] == json.dumps(training["hyperparameters"]["loss"])
     assert sent["HyperParameters"]["epochs"] == json.dumps(training["hyperparameters"]["epochs"])
-    assert sent["HyperParameters"]["sagemaker_program"] == json.dumps(stack_environ()["DEFAULT_ENTRY_POINT"])
+    assert sent["HyperParameters"]["sagemaker_program"] == json.dumps(stack_static_settings()["default_entry_point"])
     assert {"Key": "export-run", "Value": training["tags"]["export-run"]} in sent["Tags"]
 
 
@@ -178,10 +262,10 @@ def test_a_manual_payload_asks_for_tensorboard_uploads(s3_stub, sagemaker_stub):
 
 @pytest.mark.parametrize(("payload_says", "uploads"), [(None, True), (False, False)])
 def test_the_stacks_tensorboard_setting_is_the_default_a_payload_overrides(payload_says, uploads, s3_stub,
-                                                                           sagemaker_stub, monkeypatch):
+                                                                           sagemaker_stub, monkeypatch, tmp_path):
     # Given a stack deployed with `tensorboard: true`
     from training_trigger.settings import load_settings
-    monkeypatch.setenv("TENSORBOARD", "true")
+    monkeypatch.setenv("STATIC_SETTINGS_FILE", write_stack_settings(tmp_path, tensorboard=True)["STATIC_SETTINGS_FILE"])
     load_settings.cache_clear()
     # When a manual payload that does not mention it, or turns it off, is invoked in dry run
     payload = load_event("manual_dataset.json")
@@ -272,3 +356,105 @@ def test_documented_payload_examples_run_as_written_in_dry_run(s3_stub, sagemake
         results.append(_invoke(payload))
     # Then each returns its checked request and nothing starts
     assert [result["status"] for result in results] == ["dry_run", "dry_run"], results
+
+
+def _manifest_version(s3_stub, manifest: dict) -> None:
+    body = json.dumps(manifest).encode()
+    _version_listing(s3_stub, {"manifest.json": "7b4ef1a3d1e26c2b5e0f3e9d7c1a8b42"})
+    s3_stub.add_response("get_object", {"Body": StreamingBody(io.BytesIO(body), len(body))},
+                         {"Bucket": DATA_BUCKET, "Key": VERSION_ROOT + "manifest.json"})
+
+
+def _expect_rejection_notice(sns_stub) -> None:
+    sns_stub.add_response("publish", {"MessageId": "5b1e6f2c-0d8a-4d7e-9f1a-2b3c4d5e6f70"},
+                          {"TopicArn": TOPIC_ARN, "Subject": ANY, "Message": ANY})
+
+
+@pytest.mark.parametrize(("hyperparameters", "message"), [
+    ({"epoch": 2}, "hyperparameters.epoch is not a flag of the training scripts: did you mean ['epochs'"),
+    ({"epochs": "ten"}, "hyperparameters.epochs='ten' is refused by --epochs: use a whole number"),
+    ({"dropout": 1.5}, "hyperparameters.dropout=1.5 is refused by --dropout: use a number >= 0 and < 1"),
+    ({"learning_rate": -1}, "hyperparameters.learning_rate=-1 is refused by --learning-rate: use a number > 0"),
+    ({"loss": "lambdarank"}, "hyperparameters.loss='lambdarank' is refused by --loss: use one of listwise, pointwise"),
+    ({"log1p": "maybe"}, "hyperparameters.log1p='maybe' is refused by --log1p: use true or false"),
+])
+def test_a_hyperparameter_the_project_scripts_refuse_is_refused_in_dry_run_before_any_call(
+        hyperparameters, message, s3_stub, sns_stub, sagemaker_stub):
+    # Given a dry-run payload for the project's own entry point with one hyperparameter its flags refuse
+    payload = {**load_event("manual_dataset.json"), "hyperparameters": hyperparameters}
+    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+    _expect_rejection_notice(sns_stub)
+    # When it is invoked (the SageMaker Stubber has nothing queued: any call would fail the test)
+    result = _invoke(payload)
+    # Then it is rejected, naming the field, the value and what the script accepts
+    assert result["status"] == "rejected"
+    assert any(message in error for error in result["errors"]), result["errors"]
+
+
+def test_a_manifest_hyperparameter_typo_is_refused_before_any_call(s3_stub, sns_stub, sagemaker_stub):
+    # Given a version whose manifest.json misspells a flag, and its marker event
+    _manifest_version(s3_stub, {"training": {"hyperparameters": {"epoch": 2}}})
+    _expect_rejection_notice(sns_stub)
+    # When the event arrives / Then no job starts and the flag is named with its likely spelling
+    result = _invoke(load_event("s3_notification_put.json"))
+    assert result["status"] == "rejected"
+    assert result["errors"] == ["hyperparameters.epoch is not a flag of the training scripts: did you mean "
+                                "['epochs']?"]
+
+
+@pytest.mark.parametrize("misspelt", ["trainig", "Training", "job", "settings"])
+def test_a_misspelt_manifest_training_key_is_refused_instead_of_a_default_job(misspelt, s3_stub, sns_stub,
+                                                                              sagemaker_stub):
+    # Given a manifest.json whose job settings sit under a key other than `training` (a typo or a guess)
+    _manifest_version(s3_stub, {"created_by": "ltr-export nightly", misspelt: {"instance_count": 2}})
+    _expect_rejection_notice(sns_stub)
+    # When its marker event arrives
+    result = _invoke(load_event("s3_notification_put.json"))
+    # Then nothing starts, and the key is named with the fix
+    assert result["status"] == "rejected"
+    assert len(result["errors"]) == 1 and f"manifest.json {misspelt} looks like a misspelt 'training'" in \
+        result["errors"][0]
+
+
+def test_free_metadata_beside_training_is_still_accepted(s3_stub, sagemaker_stub, sent_requests):
+    # Given the documented manifest: metadata keys beside `training`
+    _manifest_version(s3_stub, {"created_by": "ltr-export nightly", "rows": {"train": 723412},
+                                "training": {"hyperparameters": {"epochs": 3}}})
+    sagemaker_stub.add_response("create_training_job", {"TrainingJobArn": "arn:aws:sagemaker:eu-west-1:"
+                                                        "123456789012:training-job/ranker-x"})
+    # When its marker event arrives / Then the job starts with the manifest's settings
+    assert _invoke(load_event("s3_notification_put.json"))["status"] == "started"
+    assert sent_requests[0]["HyperParameters"]["epochs"] == "3"
+
+
+def test_a_foreign_scripts_hyperparameters_pass_through_untouched(s3_stub, sagemaker_stub, monkeypatch, tmp_path):
+    # Given a stack built on a user's source_dir (no flag definitions) and hyperparameters the ranker has no flag for
+    from training_trigger.settings import load_settings
+
+    environ = write_stack_settings(tmp_path, bundle_files=["train.py", "sagemaker_distributed/__init__.py"],
+                                   default_entry_point="train.py", checked_entry_points=[], training_flags={},
+                                   default_hyperparameters={})
+    monkeypatch.setenv("STATIC_SETTINGS_FILE", environ["STATIC_SETTINGS_FILE"])
+    load_settings.cache_clear()
+    payload = {"dataset": "web search", "version": "2026-11-01", "distribution": "none",
+               "instance_type": "ml.g5.2xlarge", "hyperparameters": {"lr": "1e-4", "optimizer": "sgd", "epoch": 2},
+               "dry_run": True}
+    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+    # When it is invoked in dry run
+    result = _invoke(payload)
+    # Then the request carries them as SageMaker's SDK encodes them, and the user's script as the program
+    assert result["status"] == "dry_run", result
+    hyperparameters = result["request"]["HyperParameters"]
+    assert (hyperparameters["lr"], hyperparameters["optimizer"], hyperparameters["epoch"]) == ('"1e-4"', '"sgd"', "2")
+    assert hyperparameters["sagemaker_program"] == '"train.py"'
+
+
+def test_an_entry_point_outside_the_bundle_is_refused_before_any_call(s3_stub, sns_stub, sagemaker_stub):
+    # Given a manifest naming a script the bundle does not hold
+    _manifest_version(s3_stub, {"training": {"entry_point": "scripts/train.py"}})
+    _expect_rejection_notice(sns_stub)
+    # When its marker event arrives / Then nothing starts, and the scripts the bundle has are named
+    result = _invoke(load_event("s3_notification_put.json"))
+    assert result["status"] == "rejected"
+    assert "training.entry_point='scripts/train.py' is not a file of the training code bundle" in result["errors"][0]
+    assert "['train_ddp.py', 'train_lightning.py']" in result["errors"][0]

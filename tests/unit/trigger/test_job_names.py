@@ -1,4 +1,4 @@
-"""Job names: deterministic per dataset marker (the idempotency key), unique per manual run, always valid."""
+"""Job names: deterministic per job key (the idempotency key), unique per manual run, always valid."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import datetime as dt
 
 from hypothesis import given
 from hypothesis import strategies as st
-
 from training_trigger.job_names import (
     JOB_NAME_PATTERN,
     MAX_LENGTH,
@@ -15,27 +14,27 @@ from training_trigger.job_names import (
     manual_job_name,
 )
 
-ETAG = "d41d8cd98f00b204e9800998ecf8427e"
+KEY = '{"marker_version": "IYV3p45BT0ac8hjHg1houSdS1a.Mro8e"}'
 
 
-def test_same_marker_gives_same_name_and_a_new_marker_a_new_one():
-    first = dataset_job_name("ranker", "web search", "2026-11-01", ETAG)
-    again = dataset_job_name("ranker", "web search", "2026-11-01", ETAG)
-    rewritten = dataset_job_name("ranker", "web search", "2026-11-01", "0f343b0931126a20f133d67c2b018a3b")
+def test_same_key_gives_same_name_and_another_key_another():
+    first = dataset_job_name("ranker", "web search", "2026-11-01", KEY)
+    again = dataset_job_name("ranker", "web search", "2026-11-01", KEY)
+    rewritten = dataset_job_name("ranker", "web search", "2026-11-01", KEY.replace("IYV3", "Qs9_"))
     assert first == again != rewritten
     assert first.startswith("ranker-web-search-2026-11-01-")
 
 
 @given(prefix=st.from_regex(r"[a-z][a-z0-9-]{0,19}[a-z0-9]", fullmatch=True),
        dataset=st.text(min_size=1, max_size=200), version=st.text(min_size=1, max_size=80),
-       etag=st.text(alphabet="0123456789abcdef", min_size=32, max_size=32))
-def test_dataset_names_are_always_valid_and_keep_prefix_and_hash(prefix, dataset, version, etag):
-    name = dataset_job_name(prefix, dataset, version, etag)
+       key=st.text(alphabet="0123456789abcdef", min_size=32, max_size=32))
+def test_dataset_names_are_always_valid_and_keep_prefix_and_hash(prefix, dataset, version, key):
+    name = dataset_job_name(prefix, dataset, version, key)
     assert len(name) <= MAX_LENGTH and JOB_NAME_PATTERN.match(name)
     assert name.startswith(prefix + "-")
     assert job_name_errors(name, prefix) == []
     # the distinguishing hash survives any truncation of the readable part
-    assert name != dataset_job_name(prefix, dataset, version, etag[::-1]) or etag == etag[::-1]
+    assert name != dataset_job_name(prefix, dataset, version, key[::-1]) or key == key[::-1]
 
 
 def test_manual_names_are_fresh_each_time_and_valid():

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
 from training_trigger.preflight import preflight_errors, service_model_errors
 from training_trigger.request import build_training_job_request
+
 from trigger.sample_inputs import job_spec, stack_settings
 
 
@@ -49,12 +49,12 @@ def test_the_service_model_catches_what_the_api_would_refuse(settings):
          "instance_type='ml.g5.48xlarge'"),
         ({"distribution": "smdistributed", "instance_type": "ml.p5.48xlarge"}, {},
          "SMDDP does not run on p5 unless torchrun launches it; use distribution 'torch_distributed'"),
-        ({"distribution": "smdistributed", "instance_type": "ml.p4d.24xlarge"}, {"FRAMEWORK_VERSION": "2.5.1",
-                                                                                  "PYTHON_VERSION": "py311"},
+        ({"distribution": "smdistributed", "instance_type": "ml.p4d.24xlarge"}, {"framework_version": "2.5.1",
+                                                                                  "python_version": "py311"},
          "distribution='smdistributed' does not run in the AWS PyTorch 2.5.1 container"),
-        ({"distribution": "pytorchddp", "instance_type": "ml.p4d.24xlarge"}, {"PYTHON_VERSION": "py27"},
+        ({"distribution": "pytorchddp", "instance_type": "ml.p4d.24xlarge"}, {"python_version": "py27"},
          "python_version='py27' does not match the PyTorch 2.2.0 container, which has py310: use 'py310'"),
-        ({}, {"FRAMEWORK_VERSION": "1.13.1", "PYTHON_VERSION": "py39"},
+        ({}, {"framework_version": "1.13.1", "python_version": "py39"},
          "framework_version='1.13.1' is not a supported AWS PyTorch container: use one of ['2.2.0'"),
         ({"distribution": "torch_distributed", "instance_type": "ml.c5.18xlarge"}, {},
          "'torch_distributed' needs a GPU instance, not instance_type='ml.c5.18xlarge'"),
@@ -72,11 +72,11 @@ def test_the_service_model_catches_what_the_api_would_refuse(settings):
         ({"hyperparameters": {f"h{i}": i for i in range(100)}}, {}, "exceed SageMaker's 100"),
         ({"hyperparameters": {"notes": "x" * 2600}}, {}, "hyperparameters.notes: the encoded value is 2602"),
         ({"tags": {f"t{i}": "v" for i in range(51)}}, {}, "tags: 51 tags"),
-        ({"spot": True, "max_runtime": 90000}, {"MAX_WAIT_SECONDS": "86400"},
-         "MAX_WAIT_SECONDS=86400 is below max_runtime=90000"),
-        ({"spot": True}, {"KEEP_ALIVE_SECONDS": "600"}, "warm pools do not support managed spot training"),
-        ({}, {"KEEP_ALIVE_SECONDS": "7200"}, "KEEP_ALIVE_SECONDS=7200 exceeds 3600"),
-        ({}, {"JOB_RETRY_ATTEMPTS": "31"}, "JOB_RETRY_ATTEMPTS=31 exceeds 30"),
+        ({"spot": True, "max_runtime": 90000}, {"max_wait_seconds": 86400},
+         "max_wait_seconds=86400 is below max_runtime=90000"),
+        ({"spot": True}, {"keep_alive_seconds": 600}, "warm pools do not support managed spot training"),
+        ({}, {"keep_alive_seconds": 7200}, "keep_alive_seconds=7200 exceeds 3600"),
+        ({}, {"job_retry_attempts": 31}, "job_retry_attempts=31 exceeds 30"),
     ],
 )
 def test_unworkable_jobs_are_refused_with_field_and_fix(changes, environ, message):
@@ -90,6 +90,6 @@ def test_unworkable_jobs_are_refused_with_field_and_fix(changes, environ, messag
 
 
 def test_custom_image_lifts_the_framework_limit_for_smddp():
-    settings = stack_settings(FRAMEWORK_VERSION="2.5.1", PYTHON_VERSION="py311", IMAGE_SOURCE="custom")
+    settings = stack_settings(framework_version="2.5.1", python_version="py311", image_source="custom")
     spec = job_spec(distribution="smdistributed", instance_type="ml.p4d.24xlarge")
     assert _errors(spec, settings) == []

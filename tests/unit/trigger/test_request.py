@@ -6,9 +6,9 @@ import json
 import re
 
 import pytest
-
 from ranker.log_format import format_metrics, parse_metrics
 from training_trigger.request import build_training_job_request
+
 from trigger.sample_inputs import job_spec, stack_settings
 
 
@@ -87,7 +87,7 @@ def test_checkpoints_go_to_a_per_job_prefix(settings):
 
 
 def test_spot_sets_the_wait_limit():
-    settings = stack_settings(USE_SPOT="true", MAX_WAIT_SECONDS="100000")
+    settings = stack_settings(use_spot=True, max_wait_seconds=100000)
     request = build_training_job_request(job_spec(spot=True, max_runtime=3600), settings)
     assert request["EnableManagedSpotTraining"] is True
     assert request["StoppingCondition"] == {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 100000}
@@ -95,10 +95,10 @@ def test_spot_sets_the_wait_limit():
 
 def test_production_options_reach_the_request():
     # Given a stack with VPC, KMS, isolation, encryption, warm pool, retries and FastFile input
-    settings = stack_settings(SUBNET_IDS="subnet-0a1b,subnet-2c3d", SECURITY_GROUP_IDS="sg-0f1e",
+    settings = stack_settings(subnet_ids=["subnet-0a1b", "subnet-2c3d"], security_group_ids=["sg-0f1e"],
                               KMS_KEY_ARN="arn:aws:kms:eu-west-1:123456789012:key/1234abcd",
-                              ENABLE_INTER_CONTAINER_ENCRYPTION="true", KEEP_ALIVE_SECONDS="900",
-                              JOB_RETRY_ATTEMPTS="2", INPUT_MODE="FastFile")
+                              enable_inter_container_encryption=True, keep_alive_seconds=900,
+                              job_retry_attempts=2, input_mode="FastFile")
     # When a job on an instance without local NVMe is built
     request = build_training_job_request(job_spec(instance_type="ml.p3.8xlarge"), settings)
     # Then each option is in its field
@@ -119,7 +119,7 @@ def test_no_volume_key_for_instances_with_local_nvme():
 
 
 def test_network_isolation_ships_the_code_as_a_channel_like_the_sdk():
-    settings = stack_settings(ENABLE_NETWORK_ISOLATION="true")
+    settings = stack_settings(enable_network_isolation=True)
     request = build_training_job_request(job_spec(), settings)
     code = request["InputDataConfig"][-1]
     assert code["ChannelName"] == "code"

@@ -1,91 +1,114 @@
-"""The stack's environment becomes frozen Settings; every bad variable is named with its fix."""
+"""The stack's environment and the settings file in the bundle become frozen Settings; every bad value is named with
+its fix."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
-
-from trigger.sample_inputs import stack_environ
 from training_trigger.settings import SettingsError, settings_from_environ
 
+from trigger.sample_inputs import STATIC_SETTINGS_NAME, stack_environ, stack_settings, write_stack_settings
 
-def test_stack_environment_parses_into_typed_settings():
-    # Given the environment the stack sets, with a VPC and KMS
-    environ = stack_environ(SUBNET_IDS="subnet-0a1b,subnet-2c3d", SECURITY_GROUP_IDS="sg-0f1e",
-                            KMS_KEY_ARN="arn:aws:kms:eu-west-1:123456789012:key/1234abcd", USE_SPOT="true")
-    # When it is read
+
+def test_environment_and_settings_file_parse_into_typed_settings(tmp_path):
+    # Given the settings file the stack writes into the bundle, with a VPC and spot, and the environment naming it
+    environ = write_stack_settings(tmp_path, subnet_ids=["subnet-0a1b", "subnet-2c3d"], security_group_ids=["sg-0f1e"],
+                                   use_spot=True)
+    environ["KMS_KEY_ARN"] = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd"
+    # When they are read
     settings = settings_from_environ(environ)
-    # Then lists, numbers, flags and JSON arrive typed
+    # Then lists, numbers, flags and objects arrive typed, and the resolved values come from the environment
     assert settings.subnet_ids == ("subnet-0a1b", "subnet-2c3d")
     assert settings.security_group_ids == ("sg-0f1e",)
     assert settings.kms_key_arn == environ["KMS_KEY_ARN"]
     assert settings.use_spot is True
-    assert settings.default_instance_count == int(environ["DEFAULT_INSTANCE_COUNT"])
+    assert settings.default_instance_count == 1
     assert settings.marker_names == ("_SUCCESS", "manifest.json")
-    assert settings.default_hyperparameters == {"epochs": 10, "loss": "listnet"}
+    assert settings.default_hyperparameters == {"epochs": 10, "loss": "listwise"}
+    assert "train_ddp.py" in settings.bundle_files and settings.training_flags["flags"]["epochs"]["type"] == "int"
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.role_arn = "changed"
 
 
 def test_empty_kms_key_means_no_kms():
-    assert settings_from_environ(stack_environ(KMS_KEY_ARN="")).kms_key_arn is None
+    assert stack_settings(KMS_KEY_ARN="").kms_key_arn is None
 
 
 @pytest.mark.parametrize(
-    ("name", "value", "message"),
+    ("changes", "message"),
     [
-        ("DEFAULT_DISTRIBUTION", "horovod", "DEFAULT_DISTRIBUTION='horovod' is not one of"),
-        ("DEFAULT_INSTANCE_COUNT", "two", "DEFAULT_INSTANCE_COUNT='two' is not an integer"),
-        ("DEFAULT_INSTANCE_COUNT", "0", "DEFAULT_INSTANCE_COUNT='0' is below 1"),
-        ("USE_SPOT", "yes", "USE_SPOT='yes' is not one of ['true', 'false']"),
-        ("DEFAULT_HYPERPARAMETERS", "[1]", "DEFAULT_HYPERPARAMETERS='[1]' is not a JSON dict"),
-        ("METRIC_DEFINITIONS", "{not json", "METRIC_DEFINITIONS is not valid JSON"),
-        ("OUTPUT_S3_URI", "models/", "OUTPUT_S3_URI='models/' is not an S3 URI"),
-        ("DATASET_PREFIX", "datasets", "DATASET_PREFIX='datasets' must end with '/'"),
-        ("ROLE_ARN", "", "ROLE_ARN is missing"),
-        ("SUBNET_IDS", "subnet-0a1b", "SUBNET_IDS and SECURITY_GROUP_IDS must be both set"),
+        ({"default_distribution": "horovod"}, "default_distribution='horovod' is not one of"),
+        ({"default_instance_count": "two"}, "default_instance_count='two' is not a whole number >= 1"),
+        ({"default_instance_count": 0}, "default_instance_count=0 is below 1"),
+        ({"volume_size_gb": True}, "volume_size_gb=True is not a whole number >= 1"),
+        ({"use_spot": "yes"}, "use_spot='yes' is not true or false"),
+        ({"default_hyperparameters": [1]}, "default_hyperparameters=[1] is not an object"),
+        ({"metric_definitions": {"Name": "x"}}, "metric_definitions={'Name': 'x'} is not a list of objects"),
+        ({"dataset_prefix": "datasets"}, "dataset_prefix='datasets' must end with '/'"),
+        ({"default_entry_point": "train.py"}, "default_entry_point='train.py' is not in bundle_files"),
+        ({"subnet_ids": ["subnet-0a1b"]}, "subnet_ids and security_group_ids must be both set"),
+        ({"OUTPUT_S3_URI": "models/"}, "OUTPUT_S3_URI='models/' is not an S3 URI"),
+        ({"ROLE_ARN": ""}, "ROLE_ARN is missing"),
     ],
 )
-def test_each_bad_variable_is_named_with_its_fix(name, value, message):
-    # Given the stack's environment with one bad variable
-    environ = stack_environ(**{name: value})
-    # When it is read
+def test_each_bad_value_is_named_with_its_fix(changes, message):
+    # Given the stack's settings with one bad value / When they are read
     with pytest.raises(SettingsError) as raised:
-        settings_from_environ(environ)
-    # Then the error names that variable and its value
+        stack_settings(**changes)
+    # Then the error names that value and where it comes from
     assert any(message in error for error in raised.value.errors), raised.value.errors
 
 
-def test_all_bad_variables_are_reported_together():
-    environ = stack_environ(INPUT_MODE="Pipe", VOLUME_SIZE_GB="big")
+def test_all_bad_values_are_reported_together():
     with pytest.raises(SettingsError) as raised:
-        settings_from_environ(environ)
-    assert [error.split("=")[0] for error in raised.value.errors] == ["INPUT_MODE", "VOLUME_SIZE_GB"]
+        stack_settings(input_mode="Pipe", volume_size_gb="big")
+    assert sorted(error.split("=")[0] for error in raised.value.errors) == [f"{STATIC_SETTINGS_NAME}: input_mode",
+                                                                            f"{STATIC_SETTINGS_NAME}: volume_size_gb"]
+
+
+def test_a_missing_or_broken_settings_file_names_the_file_and_the_fix(tmp_path):
+    # Given an environment naming a settings file that is not there, and one that is not JSON
+    missing = stack_environ(STATIC_SETTINGS_FILE=str(tmp_path / "absent.json"))
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    # When they are read / Then each error names the file and says to deploy again
+    for environ, named in ((missing, "absent.json"), (stack_environ(STATIC_SETTINGS_FILE=str(broken)), "broken.json")):
+        with pytest.raises(SettingsError, match=rf"{named} cannot be read as JSON .*deploy the stack again"):
+            settings_from_environ(environ)
+    with pytest.raises(SettingsError, match="STATIC_SETTINGS_FILE is missing"):
+        settings_from_environ({key: value for key, value in stack_environ().items() if key != "STATIC_SETTINGS_FILE"})
+
+
+def test_the_settings_file_name_is_resolved_inside_the_bundle(tmp_path, monkeypatch):
+    # Given a bundle root holding the settings file under the name the stack sets (a relative name)
+    from training_trigger import settings as settings_module
+
+    write_stack_settings(tmp_path)
+    monkeypatch.setattr(settings_module, "BUNDLE_ROOT", tmp_path)
+    # When the environment names it relatively / Then it is read from the bundle root
+    assert settings_from_environ(stack_environ()).job_name_prefix == json.loads(
+        (tmp_path / STATIC_SETTINGS_NAME).read_text())["job_name_prefix"]
 
 
 def test_no_wait_is_accepted_when_spot_is_off():
-    # Given the environment the stack sets with spot off: MAX_WAIT_SECONDS="0" (cdk.json dev)
-    environ = stack_environ(USE_SPOT="false", MAX_WAIT_SECONDS="0")
-    # When it is read
-    settings = settings_from_environ(environ)
+    # Given the settings the stack writes with spot off: max_wait_seconds 0 (cdk.json dev)
+    settings = stack_settings(use_spot=False, max_wait_seconds=0)
     # Then no wait is configured, and on-demand jobs need none
     assert (settings.use_spot, settings.max_wait_seconds) == (False, 0)
 
 
-@pytest.mark.parametrize("max_wait", ["0", "3600"])
+@pytest.mark.parametrize("max_wait", [0, 3600])
 def test_spot_needs_a_wait_that_covers_the_runtime(max_wait):
-    # Given spot on with a wait shorter than the runtime
-    environ = stack_environ(USE_SPOT="true", MAX_RUNTIME_SECONDS="86400", MAX_WAIT_SECONDS=max_wait)
-    # When it is read
+    # Given spot on with a wait shorter than the runtime / When read / Then both values and the fix are named
     with pytest.raises(SettingsError) as raised:
-        settings_from_environ(environ)
-    # Then the error names both variables and the fix
-    assert any(f"MAX_WAIT_SECONDS={max_wait} is below MAX_RUNTIME_SECONDS=86400" in error
+        stack_settings(use_spot=True, max_runtime_seconds=86400, max_wait_seconds=max_wait)
+    assert any(f"max_wait_seconds={max_wait} is below max_runtime_seconds=86400" in error
                for error in raised.value.errors), raised.value.errors
 
 
 def test_a_negative_wait_is_refused_even_without_spot():
     with pytest.raises(SettingsError) as raised:
-        settings_from_environ(stack_environ(USE_SPOT="false", MAX_WAIT_SECONDS="-1"))
-    assert any("MAX_WAIT_SECONDS='-1' is below 0" in error for error in raised.value.errors), raised.value.errors
+        stack_settings(use_spot=False, max_wait_seconds=-1)
+    assert any("max_wait_seconds=-1 is below 0" in error for error in raised.value.errors), raised.value.errors

@@ -1,0 +1,169 @@
+"""The stack takes the user's code: any source folder and script, extra dependency folders, their own metrics.
+
+The folder under tests/fixtures/ was written without this project in mind; the bundle is read back from what
+synthesis leaves in cdk.out, the way `cdk deploy` would upload it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from stacks.config import ConfigError
+
+from .synthesis import PROJECT_ROOT, SynthesizedApp, config_for, synthesize, synthesized_static_settings, \
+    trigger_function
+
+FOREIGN_CODE = PROJECT_ROOT / "tests" / "fixtures" / "foreign_training_code"
+FOREIGN_LIBRARY = PROJECT_ROOT / "tests" / "fixtures" / "foreign_library" / "metrics_lib"
+FOREIGN_METRICS = [{"Name": "loss", "Regex": r"loss: ([0-9.]+)"}]
+
+
+def _files_under(folder: Path, prefix: str = "") -> set[str]:
+    return {prefix + path.relative_to(folder).as_posix() for path in folder.rglob("*")
+            if path.is_file() and "__pycache__" not in path.parts}
+
+
+@pytest.fixture
+def generic_package(tmp_path: Path) -> Path:
+    """A dependency folder named like the project's generic package, outside any source folder."""
+    package = tmp_path / "libs" / "sagemaker_distributed"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text('"""Process topology and backend choice for any training script."""\n')
+    (package / "topology.py").write_text("import os\n\n\ndef world_size() -> int:\n"
+                                         "    return int(os.environ.get('WORLD_SIZE', '1'))\n")
+    return package
+
+
+def _bundle_in(out_dir: Path, template: dict) -> tarfile.TarFile:
+    """The sourcedir.tar.gz asset the trigger's SOURCE_BUNDLE_URI points at, as cdk.out holds it."""
+    uri = json.dumps(trigger_function(template)["Properties"]["Environment"]["Variables"]["SOURCE_BUNDLE_URI"])
+    [object_key] = set(re.findall(r"[0-9a-f]{64}\.gz", uri))
+    paths = {asset["source"]["path"] for manifest in out_dir.glob("*.assets.json")
+             for asset in json.loads(manifest.read_text())["files"].values()
+             if object_key in {destination["objectKey"] for destination in asset["destinations"].values()}}
+    [path] = paths
+    return tarfile.open(out_dir / path)
+
+
+@pytest.fixture(scope="module")
+def foreign_app(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedApp:
+    work = tmp_path_factory.mktemp("byo")
+    package = work / "sagemaker_distributed"
+    package.mkdir()
+    (package / "__init__.py").write_text('"""Process topology and backend choice for any training script."""\n')
+    config = config_for("dev", source_dir=str(FOREIGN_CODE), entry_point="train.py",
+                        dependencies=[str(package), str(FOREIGN_LIBRARY.relative_to(PROJECT_ROOT))],
+                        metric_definitions=FOREIGN_METRICS, default_hyperparameters={"lr": 0.1})
+    return synthesize(config, work)
+
+
+def test_the_bundle_holds_the_source_folder_at_its_root_and_each_dependency_beside_it(foreign_app) -> None:
+    # Given the app synthesized with a foreign source folder and two dependency folders
+    # When the uploaded archive is read back
+    with _bundle_in(foreign_app.out_dir, foreign_app.stateless) as bundle:
+        names = {member.name for member in bundle.getmembers() if member.isfile()}
+        script = bundle.extractfile("train.py").read()
+    # Then it holds the folder's files at the root and each dependency under its own folder name, nothing else
+    assert names == (_files_under(FOREIGN_CODE) | {"sagemaker_distributed/__init__.py"}
+                     | _files_under(FOREIGN_LIBRARY, "metrics_lib/"))
+    assert script == (FOREIGN_CODE / "train.py").read_bytes()
+
+
+def test_the_trigger_gets_the_bundles_files_the_users_metrics_and_no_ranker_flag_checks(foreign_app) -> None:
+    static = synthesized_static_settings(foreign_app)
+    with _bundle_in(foreign_app.out_dir, foreign_app.stateless) as bundle:
+        assert static["bundle_files"] == sorted(member.name for member in bundle.getmembers() if member.isfile())
+    assert static["default_entry_point"] == "train.py"
+    assert static["metric_definitions"] == FOREIGN_METRICS
+    # A foreign script's hyperparameters are its own business: no flag definitions, passed through as given
+    assert (static["checked_entry_points"], static["training_flags"]) == ([], {})
+    assert static["default_hyperparameters"] == {"lr": 0.1}
+
+
+def test_a_dependency_already_inside_the_source_folder_is_packed_once() -> None:
+    # Given the project's own training code with one of its own folders named as a dependency too
+    config = config_for("dev", dependencies=["training_code/ranker"])
+    # When the bundle's files are listed / Then each file appears once, under its place in the source folder
+    members = config.source_members()
+    assert "ranker/config.py" in members
+    assert sorted(members) == sorted(_files_under(PROJECT_ROOT / "training_code") - {"Dockerfile"})
+
+
+def test_the_generic_package_is_the_default_dependency() -> None:
+    assert config_for("dev").dependencies == ("training_code/sagemaker_distributed",)
+
+
+@pytest.mark.parametrize(("overrides", "named"), [
+    ({"source_dir": str(FOREIGN_CODE), "entry_point": "train_ddp.py"},
+     ["entry_point='train_ddp.py' is not a file of source_dir=", "-c entry_point=", "['train.py']"]),
+    ({"source_dir": str(FOREIGN_CODE), "entry_point": "../train.py"}, ["entry_point='../train.py'"]),
+    ({"source_dir": "no/such/folder", "entry_point": "train.py"}, ["source_dir=", "no/such/folder", "is not a folder"]),
+    ({"dependencies": ["no/such/library"]}, ["dependencies:", "no/such/library", "is not a folder"]),
+    ({"metric_definitions": [{"Name": "loss"}]}, ["metric_definitions.0.Regex"]),
+    ({"metric_definitions": [{"Name": f"m{i}", "Regex": "(x)"} for i in range(41)]}, ["metric_definitions",
+                                                                                        "at most 40"]),
+])
+def test_bad_code_settings_are_refused_naming_the_key_and_the_fix(overrides, named) -> None:
+    with pytest.raises(ConfigError) as raised:
+        config_for("dev", **overrides)
+    for text in named:
+        assert text in str(raised.value)
+
+
+def test_a_dependency_named_like_a_source_folder_entry_is_refused(generic_package, tmp_path) -> None:
+    # Given a source folder that has its own sagemaker_distributed folder, and another one as a dependency
+    source = tmp_path / "code"
+    (source / "sagemaker_distributed").mkdir(parents=True)
+    (source / "train.py").write_text("print('train')\n")
+    # When it is validated / Then synthesis refuses to let one shadow the other, naming both
+    with pytest.raises(ConfigError, match=r"would be packed as sagemaker_distributed/, which .*code/sagemaker_"
+                                          r"distributed' already is: rename one of the folders"):
+        config_for("dev", source_dir=str(source), entry_point="train.py", dependencies=[str(generic_package)])
+
+
+def test_two_dependencies_with_one_folder_name_are_refused(generic_package, tmp_path) -> None:
+    # Given two different folders that would both be packed as sagemaker_distributed/
+    other = tmp_path / "vendored" / "sagemaker_distributed"
+    other.mkdir(parents=True)
+    # When they are validated / Then the second is refused, naming the first
+    with pytest.raises(ConfigError, match=rf"'{other}' would be packed as sagemaker_distributed/, which "
+                                          rf"'{generic_package}' already is"):
+        config_for("dev", source_dir=str(FOREIGN_CODE), entry_point="train.py",
+                   dependencies=[str(generic_package), str(other)])
+
+
+def _cdk_synth(out_dir: Path, *context: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "1", "CDK_DISABLE_VERSION_CHECK": "1"}
+    arguments = [item for pair in context for item in ("-c", pair)]
+    return subprocess.run(["npx", "cdk", "synth", "--quiet", "--output", str(out_dir), *arguments], cwd=PROJECT_ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow  # the CDK CLI synthesizes the whole app (tens of seconds)
+def test_cdk_synth_takes_a_source_folder_outside_training_code(generic_package, tmp_path) -> None:
+    # Given `npx cdk synth -c source_dir=<a folder outside training_code> -c entry_point=<its script>`
+    out_dir = tmp_path / "cdk.out"
+    result = _cdk_synth(out_dir, f"source_dir={FOREIGN_CODE}", "entry_point=train.py",
+                        f"dependencies={generic_package}")
+    # Then it synthesizes, and the bundle holds that folder plus the dependency folder
+    assert result.returncode == 0, result.stderr[-3000:]
+    template = json.loads((out_dir / "ranker-dev-pipeline.template.json").read_text())
+    with _bundle_in(out_dir, template) as bundle:
+        names = {member.name for member in bundle.getmembers() if member.isfile()}
+    assert names == _files_under(FOREIGN_CODE) | _files_under(generic_package, "sagemaker_distributed/")
+
+
+@pytest.mark.slow
+def test_cdk_synth_refuses_a_missing_entry_point_naming_the_key_and_the_fix(generic_package, tmp_path) -> None:
+    result = _cdk_synth(tmp_path / "cdk.out", f"source_dir={FOREIGN_CODE}", "entry_point=main.py",
+                        f"dependencies={generic_package}")
+    assert result.returncode != 0
+    assert "entry_point='main.py' is not a file of source_dir=" in result.stderr
+    assert "give the path of the training script inside source_dir" in result.stderr

@@ -1,0 +1,224 @@
+"""Ranking data in memory: documents grouped into whole queries, read from LETOR text or binary shards.
+
+A channel is a folder (or one file). Text files are SVMlight/LETOR rows `label [qid:Q] index:value ...`, grouped by
+their `qid` column or, without one, by a group file beside them named like the data file plus `.query` (one line per
+query: how many consecutive rows it has). Binary channels hold `.npy` shards written by `ranker.data.convert`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ranker.data import host_cache, letor_parser, letor_processes, shards
+from ranker.data.ranking_data import RankingData, concatenate
+
+# A LETOR row starts with a numeric label, then an optional qid, then index:value pairs (or nothing).
+_LETOR_ROW = re.compile(r"^\s*[-+]?[0-9.]+(\s+qid:\S+)?(\s+[0-9]+:\S+)*\s*(#.*)?$")
+# Compressed files go to scikit-learn's reader, which opens them by these suffixes.
+_COMPRESSED = (".gz", ".bz2")
+
+
+def split_queries(data: RankingData, fraction: float, seed: int) -> tuple[RankingData, RankingData]:
+    """Holds out whole queries (never single documents) so validation measures unseen queries."""
+    if data.num_queries < 2:
+        raise ValueError(f"validation_fraction: cannot split {data.num_queries} query into train and validation; "
+                         "give a validation channel or more queries")
+    order = np.random.default_rng(seed).permutation(data.num_queries)
+    held_out = min(max(1, round(data.num_queries * fraction)), data.num_queries - 1)
+    return data.select_queries(np.sort(order[held_out:])), data.select_queries(np.sort(order[:held_out]))
+
+
+def load_channel(path: Path, num_features: int | None = None, local_ranks: int = 1) -> RankingData:
+    """Every data file in a channel, as one data set with `num_features` columns (default: from the data). With
+    several `local_ranks` (processes on this host loading the same channel), text is parsed by one of them and
+    memory-mapped by the others (ranker.data.host_cache)."""
+    path = Path(path)
+    started = time.perf_counter()
+    if shards.is_shard_dir(path):
+        loaded = shards.read_all(path, num_features)
+        _log_ingest(path, loaded, started, text_bytes=0)
+        return loaded
+    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if is_letor_file(p)) if path.is_dir() else []
+    if not files:
+        raise ValueError(f"channel {path}: no LETOR text files or binary shards found; point the channel at a folder "
+                         "holding rank.train (+ rank.train.query) or the output of ranker.data.convert")
+    loaded = host_cache.load_once(files, num_features, lambda: _read_letor_files(files, num_features)) \
+        if local_ranks > 1 else _read_letor_files(files, num_features)
+    _log_ingest(path, loaded, started, text_bytes=sum(file.stat().st_size for file in files))
+    return loaded
+
+
+def _read_letor_files(files: list[Path], num_features: int | None) -> RankingData:
+    parts = [read_letor_file(file, num_features) for file in files]
+    widest = max(part.num_features for part in parts)
+    return concatenate([_widen(part, widest) for part in parts])
+
+
+def _log_ingest(path: Path, loaded: RankingData, started: float, text_bytes: int) -> None:
+    """One line per channel and process, which benchmarks.time_to_model reads to split a job's wall time."""
+    seconds = time.perf_counter() - started
+    source = f"{text_bytes / 1e6:,.1f} MB of text ({text_bytes / 1e6 / max(seconds, 1e-9):,.0f} MB/s)" \
+        if text_bytes else "binary shards"
+    print(f"ingest: {path}: {loaded.num_queries:,} queries, {len(loaded.labels):,} documents x "
+          f"{loaded.num_features} features from {source} in {seconds:.2f}s", flush=True)
+
+
+def _widen(data: RankingData, num_features: int) -> RankingData:
+    if data.num_features == num_features:
+        return data
+    features = np.zeros((len(data.labels), num_features), dtype=np.float32)
+    features[:, : data.num_features] = data.features
+    return RankingData(features, data.labels, data.query_offsets)
+
+
+def is_letor_file(path: Path) -> bool:
+    """Sniffs the first data row, so READMEs, licences and group files in a channel are skipped."""
+    if not path.is_file() or path.name.startswith(".") or path.suffix == ".query":
+        return False
+    with path.open("rb") as handle:
+        for raw in handle:
+            line = raw.decode("utf-8", errors="replace").strip()
+            if line and not line.startswith("#"):
+                return bool(_LETOR_ROW.match(line))
+    return False
+
+
+def read_letor_file(path: Path, num_features: int | None = None) -> RankingData:
+    """One LETOR/SVMlight text file; feature index 1 is column 0. Errors name the file and line.
+
+    The rows are those scikit-learn's svmlight reader gives (the vectorised ranker.data.letor_parser reads them, and
+    hands any file it cannot vouch for to scikit-learn, which then also words the error)."""
+    path = Path(path)
+    rows = _parse_fast(path, num_features)
+    if rows is None:
+        rows = _parse_with_scikit_learn(path, num_features)
+    if rows.features.shape[0] == 0:
+        raise ValueError(f"{path}: no rows; the channel file is empty")
+    _refuse_cut_off_last_row(path)
+    group_file = path.with_name(path.name + ".query")
+    if rows.qids is not None and rows.qids.any():
+        order, offsets = _groups_from_qids(rows.qids)
+    elif group_file.is_file():
+        order, offsets = None, _groups_from_file(group_file, len(rows.labels))
+    else:
+        raise ValueError(f"{path}: no qid column and no group file {group_file.name}; add `qid:` to each row "
+                         f"or write {group_file} with one query size per line")
+    labels = rows.labels.astype(np.float32)
+    if order is None:  # rows already in query order: no copy of the features
+        return RankingData(rows.features, labels, offsets)
+    return RankingData(rows.features[order], labels[order], offsets)
+
+
+def _parse_fast(path: Path, num_features: int | None) -> letor_parser.ParsedRows | None:
+    if path.suffix in _COMPRESSED or path.stat().st_size == 0:
+        return None
+    return letor_processes.parse_file(path, num_features)
+
+
+def _parse_with_scikit_learn(path: Path, num_features: int | None) -> letor_parser.ParsedRows:
+    # Imported here, not at the top: scikit-learn (with scipy) takes about a second to import, and only files the
+    # vectorised parser hands back (compressed, or not valid LETOR) need it.
+    from sklearn.datasets import load_svmlight_file
+
+    try:
+        features, labels, qids = load_svmlight_file(str(path), n_features=num_features, dtype=np.float32,
+                                                    query_id=True, zero_based=False)
+    except ValueError as error:
+        line = _first_bad_line(path)
+        raise ValueError(f"{path}:{line}: not a LETOR row ({error}); each line must be "
+                         "`label [qid:Q] index:value ...` with 1-based indices") from error
+    if 0 < qids.size < features.shape[0]:
+        raise ValueError(f"{path}: {qids.size} of {features.shape[0]} rows have a qid: column; give every row "
+                         "one, or none and a group file")
+    if qids.size == 0:
+        qids = None
+    dense = features.toarray()
+    bad_rows = np.flatnonzero(~np.isfinite(dense).all(axis=1) | ~np.isfinite(labels))
+    if bad_rows.size:
+        _refuse_cut_off_last_row(path)  # a cut-off file is the likelier cause: say that first
+        raise ValueError(f"{path}:{_line_of_row(path, int(bad_rows[0]))}: NaN or infinite value; "
+                         "fix or drop that row")
+    return letor_parser.ParsedRows(dense, labels, qids)
+
+
+def _refuse_cut_off_last_row(path: Path) -> None:
+    """A copy or upload cut short usually ends mid-number, which still parses (`3:0.66` of `3:0.6627`) and, with a
+    `qid:` column, leaves no other trace. Every LETOR writer ends its rows with a newline, so a last data row
+    without one is taken as cut off."""
+    with path.open("rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        if handle.tell() == 0:
+            return
+        handle.seek(-1, os.SEEK_END)
+        if handle.read(1) == b"\n":
+            return
+    content = path.read_bytes()
+    last_line = content.rsplit(b"\n", 1)[-1].decode("utf-8", errors="replace")
+    if not last_line.split("#", 1)[0].strip():
+        return  # a final comment or blank line: no row was cut
+    number = content.count(b"\n") + 1
+    raise ValueError(f"{path}:{number}: the last row has no newline, so the file looks cut short (an interrupted "
+                     "upload or copy); upload the complete file again, or end the row with a newline if it is whole")
+
+
+def _groups_from_qids(qids: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """Rows of a query need not be adjacent: group them, queries in order of first appearance. The order is None
+    when the rows already are grouped (the usual case), so the caller need not copy them."""
+    boundaries = np.flatnonzero(qids[1:] != qids[:-1]) + 1
+    run_qids = qids[np.concatenate([[0], boundaries])]
+    if len(np.unique(run_qids)) == len(run_qids):  # each query's rows are one run: already in order
+        return None, np.concatenate([[0], boundaries, [len(qids)]])
+    _, first_seen, inverse = np.unique(qids, return_index=True, return_inverse=True)
+    query_rank = np.argsort(np.argsort(first_seen))[inverse]
+    order = np.argsort(query_rank, kind="stable")
+    sizes = np.bincount(query_rank)
+    return order, np.concatenate([[0], np.cumsum(sizes)])
+
+
+def _groups_from_file(group_file: Path, num_rows: int) -> np.ndarray:
+    sizes = []
+    for number, line in enumerate(group_file.read_text().splitlines(), start=1):
+        if line.strip():
+            if not line.strip().isdigit() or int(line) == 0:
+                raise ValueError(f"{group_file}:{number}: query size {line.strip()!r} is not a positive integer")
+            sizes.append(int(line))
+    if sum(sizes) != num_rows:
+        raise ValueError(f"{group_file}: query sizes add up to {sum(sizes)} rows but the data file has {num_rows}; "
+                         "the group file must list every query of its data file, in order")
+    return np.concatenate([[0], np.cumsum(sizes)])
+
+
+def _data_lines(path: Path):
+    """(line number, text) of each row the svmlight parser reads: blank lines and comments are not rows."""
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            line = raw.decode("utf-8", errors="replace").split("#", 1)[0].strip()
+            if line:
+                yield number, line
+
+
+def _first_bad_line(path: Path) -> int:
+    for number, line in _data_lines(path):
+        if not _LETOR_ROW.match(line) or any(not _is_float(token.split(":", 1)[1]) for token in line.split()[1:]):
+            return number
+    return 0
+
+
+def _line_of_row(path: Path, row: int) -> int:
+    for index, (number, _) in enumerate(_data_lines(path)):
+        if index == row:
+            return number
+    return 0
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,197 @@
+"""One LETOR file parsed by several worker processes, each on its own byte range of whole lines, writing straight
+into one set of output arrays in a shared file (no rows are pickled between processes).
+
+Threads cannot do this: the per-chunk numpy calls are many and short, and the interpreter lock between them keeps
+threads to about one core. Each worker memory-maps the text, parses its range with ranker.data.letor_parser, reports the
+range's shape (rows, widest index, qid or not), and once the parent has placed every range, writes its rows at its
+own offset into the shared arrays. Where any range is not plain LETOR (ranker.data.letor_parser hands such text to
+scikit-learn), the result is None, as from `letor_parser.parse`.
+
+Workers start with `fork` while this process has not initialised CUDA (fast: nothing is imported again), and with
+`forkserver` once it has (a forked child of a CUDA process must not touch CUDA; the workers do not, but a fresh
+process is the documented rule).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import mmap
+import multiprocessing
+import os
+import shutil
+import sys
+import tempfile
+import traceback
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+
+import numpy as np
+
+from ranker.data import letor_parser
+from ranker.data.letor_parser import ParsedRows, RowsShape
+
+# Below this much text per worker, starting processes costs more than it saves.
+MIN_BYTES_PER_PROCESS = 32 << 20
+# mallopt(3) parameters.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+# How long the parent waits for a worker's next message before it calls the worker lost.
+WORKER_TIMEOUT_S = 1800.0
+
+
+class WorkerFailed(RuntimeError):
+    """A worker process raised or died; the message names the file and the lines of its range."""
+
+
+def parse_file(path: Path, num_features: int | None = None, processes: int | None = None) -> ParsedRows | None:
+    """The rows of the LETOR file at `path` parsed by up to `processes` worker processes (default: the cores of this
+    process's CPU set; one per MIN_BYTES_PER_PROCESS at most, and in this process for a smaller file), or None where
+    scikit-learn's reader must decide."""
+    path = Path(path)
+    size = path.stat().st_size
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as text:
+        if size < MIN_BYTES_PER_PROCESS:
+            return letor_parser.parse(text, num_features)
+        ranges = line_ranges(text, max(1, min(processes or letor_parser.available_cores(),
+                                              size // MIN_BYTES_PER_PROCESS)))
+    return _parse_in_workers(path, ranges, num_features)
+
+
+def line_ranges(text: bytes | mmap.mmap, parts: int) -> list[tuple[int, int]]:
+    """About equal byte ranges of `text`, each starting at a line's start; a range may be empty."""
+    cuts = [0]
+    for part in range(1, parts):
+        cut = max(cuts[-1], len(text) * part // parts)
+        cuts.append(text.find(b"\n", max(cut - 1, 0)) + 1 or len(text) if cut else 0)
+    cuts.append(len(text))
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+def _start_method() -> str:
+    torch = sys.modules.get("torch")
+    cuda_initialised = torch is not None and torch.cuda.is_initialized()
+    return "forkserver" if cuda_initialised or "fork" not in multiprocessing.get_all_start_methods() else "fork"
+
+
+def _parse_in_workers(path: Path, ranges: list[tuple[int, int]], num_features: int | None) -> ParsedRows | None:
+    context = multiprocessing.get_context(_start_method())
+    workers, connections, shared = [], [], None
+    try:
+        for start, end in ranges:
+            ours, theirs = context.Pipe()
+            worker = context.Process(target=_work, args=(str(path), start, end, theirs), daemon=True,
+                                     name=f"letor-parser-{len(workers)}")
+            worker.start()
+            theirs.close()
+            workers.append(worker)
+            connections.append(ours)
+        shapes = [_receive(connection, worker, path) for connection, worker in zip(connections, workers)]
+        shape = RowsShape.of(shapes, num_features)
+        if shape is None:
+            return None
+        shared = _shared_file(path, shape)
+        rows = _map_rows(shared, shape)
+        first_rows = np.cumsum([0] + [piece.rows for piece in shapes])
+        for connection, first_row in zip(connections, first_rows[:-1].tolist()):
+            connection.send((shared, shape, first_row))
+        for connection, worker in zip(connections, workers):
+            _receive(connection, worker, path)
+        return rows
+    finally:
+        for connection in connections:
+            with contextlib.suppress(OSError):  # a worker that has finished or died has closed its end
+                connection.send(None)  # a worker still waiting for its orders exits (forked workers hold copies
+                # of the parent's pipe ends, so closing ours alone would not wake them)
+            connection.close()
+        for worker in workers:
+            worker.join(timeout=5)
+            if worker.is_alive():
+                worker.terminate()
+                worker.join()
+        if shared is not None:
+            os.unlink(shared)  # the parent's map keeps the pages for as long as the arrays live
+
+
+def _receive(connection: Connection, worker, path: Path):
+    """The worker's next message; WorkerFailed if it reports an error, dies or goes silent."""
+    try:
+        if not wait([connection, worker.sentinel], timeout=WORKER_TIMEOUT_S) or not connection.poll():
+            raise EOFError
+        kind, message = connection.recv()
+    except EOFError:
+        worker.join(timeout=1)
+        what = f"sent nothing for {WORKER_TIMEOUT_S:.0f}s" if worker.exitcode is None else \
+            f"exited ({worker.exitcode}) before reporting"
+        raise WorkerFailed(f"{path}: parser worker {worker.name} {what}; see its output above (a worker killed for "
+                           "memory is the usual cause: give the job more memory)") from None
+    if kind == "error":
+        raise WorkerFailed(message)
+    return message
+
+
+def _offsets(shape: RowsShape) -> tuple[int, int, int, int]:
+    """Byte offsets of labels (float64), qids (int64) and features (float32) in the shared file, and its size."""
+    features_at = 16 * shape.rows
+    return 0, 8 * shape.rows, features_at, features_at + 4 * shape.rows * shape.columns
+
+
+def _shared_file(path: Path, shape: RowsShape) -> str:
+    """A file for the output arrays: in shared memory (/dev/shm) when it has room, else in the temporary folder."""
+    size = _offsets(shape)[-1]
+    folder = "/dev/shm" if os.path.isdir("/dev/shm") and shutil.disk_usage("/dev/shm").free > 2 * size \
+        else tempfile.gettempdir()
+    handle, name = tempfile.mkstemp(prefix=f"letor-{path.name}-", dir=folder)
+    try:
+        os.ftruncate(handle, max(size, 1))
+    finally:
+        os.close(handle)
+    return name
+
+
+def _map_rows(name: str, shape: RowsShape) -> ParsedRows:
+    labels_at, qids_at, features_at, _ = _offsets(shape)
+    if shape.rows == 0:
+        return ParsedRows(np.zeros((0, shape.columns), np.float32), np.zeros(0), np.zeros(0, np.int64)
+                          if shape.with_qid else None)
+    features = np.memmap(name, np.float32, "r+", features_at, (shape.rows, shape.columns)).view(np.ndarray)
+    labels = np.memmap(name, np.float64, "r+", labels_at, (shape.rows,)).view(np.ndarray)
+    qids = np.memmap(name, np.int64, "r+", qids_at, (shape.rows,)).view(np.ndarray) if shape.with_qid else None
+    return ParsedRows(features, labels, qids)
+
+
+def _keep_freed_memory() -> None:
+    """Has glibc's allocator keep freed blocks of up to 32 MB for reuse. By default it hands each of a chunk's large
+    temporaries back to the kernel when freed and takes new zeroed pages for the next chunk: half of a parse's time
+    went to those page faults. Set only in the workers, which exit after one parse."""
+    libc = ctypes.CDLL(None)
+    mallopt = getattr(libc, "mallopt", None)  # glibc only; elsewhere the default stands
+    if mallopt is not None:
+        mallopt(_M_MMAP_THRESHOLD, 32 << 20)  # the largest value glibc accepts on 64-bit
+        mallopt(_M_TRIM_THRESHOLD, 1 << 30)
+
+
+def _work(path: str, start: int, end: int, connection: Connection) -> None:
+    """A worker: parse text[start:end], send its shape, then write its rows where the parent says."""
+    _keep_freed_memory()
+    try:
+        with open(path, "rb") as handle:
+            # Not closed here: an error's traceback may still hold views of it; the process's exit unmaps it.
+            text = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        parts = letor_parser.parse_lines(text, start, end)
+        connection.send(("shape", RowsShape.of_parts(parts) if parts is not None else None))
+        if parts is None:
+            return
+        orders = connection.recv()
+        if orders is None:
+            return  # the parent gave up (another range is not plain LETOR, or a worker failed): nothing to write
+        name, shape, first_row = orders
+        letor_parser.fill(parts, _map_rows(name, shape), first_row=first_row)
+        connection.send(("done", None))
+    except Exception as error:  # noqa: BLE001 - any failure goes to the parent, named by the lines it hit
+        with open(path, "rb") as handle:
+            first_line = handle.read(start).count(b"\n") + 1
+            last_line = first_line + handle.read(end - start).count(b"\n")
+        connection.send(("error", f"{path}: lines {first_line}-{last_line}: the parser worker failed: "
+                                  f"{type(error).__name__}: {error}\n{traceback.format_exc()}"))
+    finally:
+        connection.close()

@@ -1,0 +1,1 @@
+"""The ranker as Lightning pieces: module, data module, callbacks and the fused data-parallel strategy."""

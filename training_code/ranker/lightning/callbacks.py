@@ -1,0 +1,96 @@
+"""What a SageMaker job needs from a Lightning run beyond Lightning's own callbacks: the metric lines the training
+job's `MetricDefinitions` read, a checkpoint when SageMaker stops the job, and each rank's random state in every
+checkpoint so that a resumed run draws the same dropout masks as an uninterrupted one."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import lightning as L
+import sagemaker_distributed as distributed
+from lightning.pytorch.trainer.states import TrainerFn
+
+from ranker.data.batches import Batch
+from ranker.log_format import format_metrics
+from ranker.training.checkpoint import rng_state, set_rng_state
+from ranker.training.meter import TrainingMeter
+
+
+class MetricLines(L.Callback):
+    """Every `log_every` steps, one `name=value` line (ranker.log_format) on rank 0 with the mean training loss over
+    those steps on all ranks, documents per second and the learning rate, also sent to the loggers; at the end of each
+    epoch but the last, the validation metrics the module logged. `history` keeps every line for the plots, and
+    travels in checkpoints."""
+
+    def __init__(self, log_every: int):
+        self.log_every = log_every
+        self.history: list[dict[str, float]] = []
+        self.last_train_loss = float("nan")
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # The loss and document sums stay on the device until a line is due: no host sync on the other steps.
+        self.meter = TrainingMeter(pl_module.device)
+        self.total_steps = trainer.estimated_stepping_batches
+        if trainer.ckpt_path:
+            self.report(trainer, pl_module, f"resumed from {trainer.ckpt_path} at step {trainer.global_step}")
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Batch,
+                           batch_idx: int) -> None:
+        self.meter.add(outputs["loss"], batch[2])
+        self.meter.steps += 1
+        if trainer.global_step % self.log_every and trainer.global_step < self.total_steps:
+            return
+        window, _ = self.meter.read(stop_requested=False)
+        learning_rate = trainer.optimizers[0].param_groups[0]["lr"]
+        pl_module.log_dict({**window, "learning_rate": learning_rate}, prog_bar=True)
+        self.last_train_loss = window["train_loss"]
+        self.add_line(trainer, pl_module, {**window, "learning_rate": learning_rate})
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # After the last epoch the entry point reports the final metrics in one line instead.
+        if (trainer.sanity_checking or trainer.state.fn != TrainerFn.FITTING
+                or trainer.global_step >= self.total_steps):
+            return
+        self.add_line(trainer, pl_module, {name: float(value) for name, value in trainer.callback_metrics.items()
+                                           if name.startswith("val_")})
+
+    def add_line(self, trainer: L.Trainer, pl_module: L.LightningModule, metrics: dict[str, float]) -> None:
+        line = {"epoch": trainer.current_epoch, "step": trainer.global_step, **metrics}
+        if trainer.is_global_zero:
+            self.history.append(line)
+        self.report(trainer, pl_module, format_metrics(line))
+
+    @staticmethod
+    def report(trainer: L.Trainer, pl_module: L.LightningModule, text: str) -> None:
+        """Rank 0 prints `text` above the progress bar when one is shown, and flushes: CloudWatch (and SageMaker's
+        metric regexes) read the line when it is written."""
+        if trainer.is_global_zero:
+            pl_module.print(text)
+            sys.stdout.flush()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"history": self.history, "last_train_loss": self.last_train_loss}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.history, self.last_train_loss = state_dict["history"], state_dict["last_train_loss"]
+
+
+class RandomStatePerRank(L.Callback):
+    """Adds every rank's random states (Python's, numpy's, torch's CPU and GPU generators, which dropout draws from:
+    what the native trainer's checkpoints hold, ranker.training.checkpoint.rng_state) to each checkpoint and restores this rank's
+    on resume. Lightning's checkpoints hold no random state; the batch order needs none (it comes from its own seeded
+    generator, ranker.data.batches)."""
+
+    STATE_KEY = "random_state_per_rank"
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict[str, Any]) -> None:
+        # Lightning builds the checkpoint on every rank and rank 0 writes it: gathering here is collective-safe.
+        checkpoint[self.STATE_KEY] = distributed.all_gather_objects(rng_state())
+
+    def on_load_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict[str, Any]) -> None:
+        states = checkpoint.get(self.STATE_KEY, [])
+        # Another world size draws different per-rank streams anyway: keep this run's fresh seeds then.
+        if len(states) == trainer.world_size:
+            set_rng_state(states[trainer.global_rank])
+

@@ -1,0 +1,57 @@
+"""What a finished run leaves in the model folder, and how to load it back for scoring.
+
+- `model.safetensors`: the weights; `model_config.json`: the architecture and input preprocessing;
+- `model.pt`: a TorchScript export (preprocessing included) that serves without this package;
+- `metrics.json`: final `train_loss`, `val_ndcg@k` and, with a test channel, `test_ndcg@k`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from ranker.config import ModelConfig
+from ranker.model.mlp import RankingMLP
+
+WEIGHTS, CONFIG, TORCHSCRIPT, METRICS = "model.safetensors", "model_config.json", "model.pt", "metrics.json"
+
+
+class Scorer(nn.Module):
+    """Scores a float32 `[documents, features]` matrix with the same preprocessing training used."""
+
+    def __init__(self, model: RankingMLP, log1p: bool):
+        super().__init__()
+        self.model, self.log1p = model, log1p
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        if self.log1p:
+            features = torch.log1p(features.clamp(min=0))
+        return self.model(features)
+
+
+def save_model(model_dir: Path, model: RankingMLP, config: ModelConfig, log1p: bool, metrics: dict[str, float]) -> None:
+    model_dir = Path(model_dir)
+    model_dir.mkdir(parents=True, exist_ok=True)
+    state = {name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}
+    save_file(state, model_dir / WEIGHTS)
+    (model_dir / CONFIG).write_text(json.dumps({**dataclasses.asdict(config), "log1p": log1p}, indent=2))
+    torch.jit.save(torch.jit.script(_build_scorer(model_dir).eval()), model_dir / TORCHSCRIPT)
+    (model_dir / METRICS).write_text(json.dumps(metrics, indent=2, sort_keys=True))
+
+
+def _build_scorer(model_dir: Path) -> Scorer:
+    settings = json.loads((Path(model_dir) / CONFIG).read_text())
+    log1p = settings.pop("log1p")
+    model = RankingMLP(ModelConfig(**settings))
+    model.load_state_dict(load_file(Path(model_dir) / WEIGHTS))
+    return Scorer(model, log1p)
+
+
+def load_scorer(model_dir: Path) -> Scorer:
+    """The trained scorer in eval mode on the CPU: `load_scorer(dir)(features_float32) -> scores`."""
+    return _build_scorer(Path(model_dir)).eval()

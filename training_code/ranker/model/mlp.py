@@ -1,0 +1,36 @@
+"""The scorer: an MLP that maps each document's features to one relevance score."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ranker.config import ModelConfig
+
+
+class RankingMLP(nn.Module):
+    """`num_layers` dense layers: `num_layers - 1` hidden ones (ReLU, optional LayerNorm, dropout) and a scoring
+    output layer. Scores any leading shape: `[..., features] -> [...]`.
+
+    `layers` maps `[..., features]` to `[..., 1]`, and the score is its one unit: what a wrapper that runs the layers
+    its own way (ranker.gpu.fused_linear.FusedLayers) relies on."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        if config.num_features < 1:
+            raise ValueError(f"num_features: {config.num_features} is not a feature count; set it from the data")
+        layers: list[nn.Module] = []
+        width_in = config.num_features
+        for _ in range(config.num_layers - 1):
+            layers.append(nn.Linear(width_in, config.width))
+            if config.norm == "layer":
+                layers.append(nn.LayerNorm(config.width))
+            layers.append(nn.ReLU())
+            if config.dropout > 0:
+                layers.append(nn.Dropout(config.dropout))
+            width_in = config.width
+        layers.append(nn.Linear(width_in, 1, bias=config.output_bias))
+        self.layers = nn.Sequential(*layers)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return self.layers(features).squeeze(-1)

@@ -1,0 +1,92 @@
+"""The native loop's bookkeeping, in one place: where a run starts (fresh, or from the newest checkpoint), its
+counters (step, epoch, position in the epoch), the metric lines, checkpoints (every `checkpoint_every` steps, and on
+SIGTERM before stopping), validation after each epoch, and at the end the final metrics and artifacts. train_ddp.py's
+loop only runs the steps and asks this after each one what comes next.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sagemaker_distributed.spot import StopSignal
+
+from ranker.model.losses import LOSSES
+from ranker.native.progress import Progress
+from ranker.training import checkpoint
+from ranker.training.engine import TrainingParts, learning_rate
+from ranker.training.meter import TrainingMeter
+from ranker.training.session import Session, evaluate_split, final_metrics, finish_session
+
+
+class Bookkeeping:
+    """Takes `resumed` (checkpoint.restore_training_state's rest, or None for a fresh run) onto `parts`, then keeps
+    the books of the loop over `total_steps` steps of `steps_per_epoch` each."""
+
+    def __init__(self, session: Session, parts: TrainingParts, steps_per_epoch: int, total_steps: int,
+                 resumed: dict[str, Any] | None):
+        self.session, self.parts = session, parts
+        self.steps_per_epoch, self.total_steps = steps_per_epoch, total_steps
+        self.config = session.config.train
+        self.loss_function = LOSSES[self.config.loss]
+        self.step, self.epoch, self.position = 0, 0, 0
+        if resumed is not None:
+            parts.optimizer.load_state_dict(resumed["optimizer"])
+            parts.scheduler.load_state_dict(resumed["scheduler"])
+            self.step, self.epoch, self.position = resumed["step"], resumed["epoch"], resumed["position"]
+            session.history = resumed["history"]
+            if resumed["rng"] is not None:
+                checkpoint.set_rng_state(resumed["rng"])
+        self.progress = Progress(total_steps, session.topology.is_main, self.step)
+        if resumed is not None:
+            self.progress.note(f"resumed from {resumed['path']} at step {self.step}")
+        self.stop = StopSignal()
+        self.meter = TrainingMeter(session.device)
+        """What the step adds its loss and documents to (engine.step_function)."""
+        self.stopped = False
+        self.last_metrics: dict[str, float] = {}
+
+    @property
+    def running(self) -> bool:
+        return self.step < self.total_steps and not self.stopped
+
+    def step_done(self) -> bool:
+        """After each step: counts it, writes the metric line and checkpoint that are due, stops on SIGTERM, validates
+        at the end of an epoch. False when the loop must leave the epoch's batches: training ended, or stopped."""
+        self.step, self.position = self.step + 1, self.position + 1
+        if self.position == self.steps_per_epoch:
+            self.epoch, self.position = self.epoch + 1, 0
+        stopping = False
+        if self.step % self.config.log_every == 0 or self.step == self.total_steps:
+            window, stopping = self.meter.read(self.stop.received)
+            self.last_metrics = {"epoch": self.epoch, "step": self.step, **window,
+                                 "learning_rate": learning_rate(self.parts.scheduler)}
+            self.report(self.last_metrics)
+        if stopping or (self.config.checkpoint_every and self.step % self.config.checkpoint_every == 0):
+            checkpoint.save_training_state(
+                self.session.config.paths.checkpoint_dir, self.session.topology.is_main, model=self.parts.model,
+                optimizer=self.parts.optimizer, scheduler=self.parts.scheduler, step=self.step, epoch=self.epoch,
+                position=self.position, history=self.session.history)
+        if stopping:
+            self.progress.note(f"SIGTERM: checkpoint written at step {self.step}; rerun to resume")
+            self.stopped = True
+            return False
+        if self.step == self.total_steps:
+            return False
+        if self.position == 0:
+            self.report({"epoch": self.epoch, "step": self.step,
+                         **evaluate_split(self.session, self.parts.model, "val", self.loss_function)})
+        return True
+
+    def report(self, metrics: dict[str, float]) -> None:
+        self.session.history.append(metrics)
+        self.progress.report(metrics)
+
+    def finish(self) -> None:
+        """Unless stopped by SIGTERM: the final metrics line, then metrics.json, the model and plots (rank 0)."""
+        if self.stopped:
+            return
+        self.progress.close()
+        final = final_metrics(self.session, self.parts.model, self.loss_function,
+                              self.last_metrics.get("train_loss", float("nan")))
+        self.progress.report({"epoch": self.epoch, "step": self.step, **final})
+        finish_session(self.session, self.parts.model, final)

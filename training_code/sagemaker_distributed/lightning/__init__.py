@@ -1,0 +1,8 @@
+"""Lightning on SageMaker: the cluster environment for every launcher the toolkit uses, the one-call DDP strategy
+and the spot-interruption checkpoint, for any LightningModule."""
+
+from sagemaker_distributed.lightning.environment import SageMakerEnvironment
+from sagemaker_distributed.lightning.spot_checkpoint import SpotInterruptionCheckpoint
+from sagemaker_distributed.lightning.strategy import SageMakerDDPStrategy, strategy
+
+__all__ = ["SageMakerDDPStrategy", "SageMakerEnvironment", "SpotInterruptionCheckpoint", "strategy"]
