@@ -84,8 +84,9 @@ def test_trigger_reserves_no_concurrency_by_default(any_app: SynthesizedApp) -> 
 def test_pipeline_outputs_name_the_trigger_function_and_the_topic(any_app: SynthesizedApp) -> None:
     # Given the synthesized pipeline stack
     template = any_app.stateless
+    trigger = trigger_function(template)
     [function_id] = [logical_id for logical_id, function in resources_of_type(template, "AWS::Lambda::Function").items()
-                     if function["Properties"].get("Handler") == "handler.lambda_handler"]
+                     if function is trigger]
     [topic_id] = resources_of_type(template, "AWS::SNS::Topic")
     prefix = f"{any_app.config.project_prefix}-{any_app.config.env_name}"
     # When its outputs are read / Then they give what `aws lambda invoke` and a subscriber need, exported by name
