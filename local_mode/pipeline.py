@@ -121,10 +121,18 @@ class LocalPipeline:
                        channel: str = "train") -> str:
         """Upload `folder`'s files as `channel` of the dataset version, then its manifest.json marker (last, as a
         producer closes a version); returns the marker's key."""
+        return self.upload_channels({channel: folder}, dataset=dataset, version=version, manifest=manifest)
+
+    def upload_channels(self, channels: Mapping[str, Path], *, dataset: str, version: str,
+                        manifest: dict[str, Any]) -> str:
+        """Upload each folder's files as its channel (`train`, `validation`, `test`) of the dataset version, then
+        the manifest.json marker; returns the marker's key."""
         bucket, version_root = self.environment["DATA_BUCKET"], self.version_root(dataset, version)
-        for path in sorted(folder.rglob("*")):
-            if path.is_file():
-                self.s3.upload_file(str(path), bucket, f"{version_root}{channel}/{path.relative_to(folder).as_posix()}")
+        for channel, folder in channels.items():
+            for path in sorted(folder.rglob("*")):
+                if path.is_file():
+                    self.s3.upload_file(str(path), bucket,
+                                        f"{version_root}{channel}/{path.relative_to(folder).as_posix()}")
         return self.upload_marker(dataset=dataset, version=version, body=json.dumps(manifest).encode())
 
     def upload_marker(self, *, dataset: str, version: str, body: bytes, name: str = "manifest.json") -> str:
