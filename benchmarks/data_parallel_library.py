@@ -33,13 +33,8 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-import sagemaker_distributed as distributed
 import torch
 import torch.distributed as dist
-from ranker.config import PathSwitches
-from ranker.model.losses import LOSSES
-from ranker.training import engine
-from ranker.training.session import Session
 from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks.ddp_zero_hook import hook_with_zero_step
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook, bf16_compress_hook
@@ -54,6 +49,11 @@ from benchmarks.project_code import DOCS_PER_QUERY
 from benchmarks.project_trainers import benchmark_session, join_process_group
 from benchmarks.report import BENCHMARKS_DOC, command_line, markdown_table, measured_at, provenance, write_section
 from benchmarks.timing import StepWindows, summarise
+import sagemaker_distributed as distributed
+from ranker.training import engine
+from ranker.config import PathSwitches
+from ranker.model.losses import LOSSES
+from ranker.training.session import Session
 
 # Batches of synthetic data per rank; epochs reshuffle them, so the step never waits on data whatever the run's length.
 BATCHES_OF_DATA = 8

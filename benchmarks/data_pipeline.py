@@ -37,15 +37,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from ranker.data import channels as data
-from ranker.data import convert, letor_processes, synthetic
-from ranker.data.batches import epoch_permutation
-from ranker.data.letor_parser import available_cores
-from ranker.data.streaming import StreamingBatches
-from sklearn.datasets import load_svmlight_file
 
 from benchmarks.project_code import TRAINING_CODE
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
+from sklearn.datasets import load_svmlight_file
+
+from ranker.data import convert
+from ranker.data import channels as data
+from ranker.data import letor_processes
+from ranker.data import synthetic
+from ranker.data.batches import epoch_permutation
+from ranker.data.letor_parser import available_cores
+from ranker.data.streaming import StreamingBatches
 
 # The trainers' batch: 8192 documents per GPU = 256 whole queries of 32 documents (benchmarks/project_trainers.py).
 BATCH_QUERIES = 256

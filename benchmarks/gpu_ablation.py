@@ -16,17 +16,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
-from ranker.config import PathSwitches
-from ranker.data.batches import Batch, DeviceQueries, QueryBatches
-from ranker.training import engine
-from ranker.training.session import Session
-from sagemaker_distributed import detect_topology
 
-from benchmarks.native_harness import NativeHarness
 from benchmarks.project_code import DOCS_PER_QUERY
 from benchmarks.project_trainers import benchmark_session
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
 from benchmarks.timing import StepWindows, summarise
+from ranker.training import engine
+from ranker.data.batches import Batch, DeviceQueries, QueryBatches
+from ranker.config import PathSwitches
+from sagemaker_distributed import detect_topology
+from ranker.training.session import Session
+from benchmarks.native_harness import NativeHarness
 
 
 class HostQueryBatches(QueryBatches):

@@ -19,14 +19,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-import sagemaker_distributed as distributed
 import torch
+
+from benchmarks.project_trainers import benchmark_session, join_process_group
+import sagemaker_distributed as distributed
+from ranker.training import engine
 from ranker.config import PathSwitches
 from ranker.gpu.fused_data_parallel import FusedDataParallel
-from ranker.training import engine
-
 from benchmarks.native_harness import NativeHarness
-from benchmarks.project_trainers import benchmark_session, join_process_group
 
 
 def train(cuda_graph: bool, width: int, steps: int, fused: bool = True,

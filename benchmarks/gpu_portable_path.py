@@ -23,16 +23,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from ranker.config import ModelConfig, TrainConfig
-from ranker.data.channels import RankingData
-from ranker.data.synthetic import generate
-from ranker.gpu import fast_paths
-from ranker.training.session import Session
-from sagemaker_distributed import detect_topology
 
 from benchmarks.native_harness import NativeHarness, session_over
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
 from benchmarks.timing import StepWindows
+from ranker.gpu import fast_paths
+from ranker.config import ModelConfig, TrainConfig
+from ranker.data.channels import RankingData
+from sagemaker_distributed import detect_topology
+from ranker.training.session import Session
+from ranker.data.synthetic import generate
 
 MSLR_FEATURES = 136
 MSLR_MEAN_DOCS = 120  # MSLR-WEB30K: ~3.77M documents over 31,531 queries

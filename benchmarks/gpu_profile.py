@@ -19,11 +19,11 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-import sagemaker_distributed as distributed
 import torch
 
 from benchmarks.project_code import DOCS_PER_QUERY
 from benchmarks.project_trainers import benchmark_session, join_process_group, run_project_trainer
+import sagemaker_distributed as distributed
 
 KERNEL_CLASSES = (  # first match wins
     ("communication", re.compile(r"nccl", re.I)),

@@ -16,19 +16,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks import project_code  # noqa: F401  (puts training_code on the path)
 import torch
-from ranker.config import DataConfig, ModelConfig, PathsConfig, RunConfig, TrainConfig
+
+from ranker.training import engine
 from ranker.data.batches import DeviceQueries, EpochBatches
+from ranker.config import DataConfig, ModelConfig, PathsConfig, RunConfig, TrainConfig
 from ranker.data.channels import RankingData
-from ranker.data.synthetic import generate
+from sagemaker_distributed import Topology
 from ranker.gpu.fast_paths import TrainingPath
 from ranker.model.losses import LOSSES
-from ranker.training import engine
 from ranker.training.meter import TrainingMeter
 from ranker.training.session import Session
-from sagemaker_distributed import Topology
-
-from benchmarks import project_code  # noqa: F401  (puts training_code on the path)
+from ranker.data.synthetic import generate
 
 
 def synthetic_session(model: ModelConfig, train: TrainConfig, topology: Topology, device: torch.device,

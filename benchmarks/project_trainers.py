@@ -18,24 +18,24 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import sagemaker_distributed as distributed
 import torch
-from ranker.config import ModelConfig, PathSwitches, TrainConfig
-from ranker.gpu import fast_paths
-from ranker.lightning.callbacks import MetricLines
-from ranker.lightning.datamodule import RankingDataModule
-from ranker.lightning.module import RankingModule
-from ranker.training import engine
-from ranker.training.session import Session
-from sagemaker_distributed import Topology
-from train_lightning import build_trainer
 
 from benchmarks.baselines.common import parse_args
 from benchmarks.lightning_timing import OnEveryStep
-from benchmarks.native_harness import NativeHarness, synthetic_session
 from benchmarks.project_code import DOCS_PER_QUERY
 from benchmarks.project_variants import PROJECT_TRAINERS, REDUCTION_ABLATIONS
 from benchmarks.timing import StepWindows, append_result, summarise
+import sagemaker_distributed as distributed
+from ranker.training import engine
+from ranker.gpu import fast_paths
+from ranker.config import ModelConfig, PathSwitches, TrainConfig
+from sagemaker_distributed import Topology
+from ranker.lightning.callbacks import MetricLines
+from ranker.lightning.datamodule import RankingDataModule
+from ranker.lightning.module import RankingModule
+from ranker.training.session import Session
+from benchmarks.native_harness import NativeHarness, synthetic_session
+from train_lightning import build_trainer
 
 
 def benchmark_session(width: int, batch_queries: int, topology: Topology, device: torch.device, batches_of_data: int,
@@ -53,7 +53,7 @@ def join_process_group(topology: Topology, device: torch.device) -> None:
     default TrainConfig takes (ranker.gpu.fast_paths)."""
     backend = "nccl" if device.type == "cuda" else "gloo"
     path = fast_paths.choose(TrainConfig(), device.type, topology.world_size, backend)
-    distributed.init_process_group(topology, backend, device, path)
+    distributed.init_process_group(backend, topology=topology, device=device, bind_device=path.bind_device)
 
 
 def run_project_trainer(trainer_name: str, session: Session, steps: int, on_step: Callable[[], None]) -> None:

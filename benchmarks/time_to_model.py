@@ -35,14 +35,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from ranker.data import host_cache, synthetic
-from ranker.data.letor_parser import available_cores
-from ranker.data.ranking_data import RankingData
-from ranker.model.metrics import ndcg_per_query
 
 from benchmarks.gpu_scaling import SAFE_NCCL_ENV
 from benchmarks.project_code import TRAINING_CODE
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
+from ranker.data import host_cache
+from ranker.data import synthetic
+from ranker.data.letor_parser import available_cores
+from ranker.model.metrics import ndcg_per_query
+from ranker.data.ranking_data import RankingData
 
 SECTION = "time-to-model"
 PLAIN_SCRIPT = Path(__file__).resolve().parent / "baselines" / "plain_letor.py"

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from stacks.model_metrics import model_quality_metrics, project_metric_names
 from stacks.source_layout import SourceLayoutError, bundle_members, project_path
-from stacks.training_code_modules import training_code_module
+from stacks.training_code_modules import TRAINING_CODE_DIR, training_code_module
 
 profiles = training_code_module("sagemaker_distributed/container_profiles.py")
 
@@ -29,6 +29,8 @@ _MAX_JOB_SECONDS = 28 * 24 * 3600
 LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
                        3288, 3653)
 _BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+# The project's own entry points in training_code/: their hyperparameters are checked against their flags.
+PROJECT_ENTRY_POINTS = ("train_ddp.py", "train_lightning.py")
 
 
 class ConfigError(ValueError):
@@ -78,7 +80,6 @@ class PipelineConfig(BaseModel):
                     "`source_dir`; its `requirements.txt` is installed before launch), relative to the project root "
                     "or absolute")
     entry_point: str = Field(
-        min_length=1,
         description="default training script: the path of a file inside `source_dir` (`train.py`, "
                     "`scripts/train.py`); a manifest.json or manual payload may name another file of the bundle")
     dependencies: tuple[str, ...] = Field(
@@ -318,7 +319,15 @@ class PipelineConfig(BaseModel):
             raise ValueError(f"entry_point={self.entry_point!r} is not a file of source_dir={self.source_dir!r} "
                              f"({project_path(self.source_dir)}): give the path of the training script inside "
                              f"source_dir, e.g. -c entry_point=train.py; scripts at its top: {scripts}")
+        if self.runs_project_entry_point:
+            _check_ranker_hyperparameters(self.default_hyperparameters)
         return self
+
+    @property
+    def runs_project_entry_point(self) -> bool:
+        """The default job runs one of the project's own scripts, whose flags the training code defines."""
+        return (project_path(self.source_dir) == TRAINING_CODE_DIR
+                and self.entry_point in PROJECT_ENTRY_POINTS)
 
     def source_members(self) -> dict[str, Path]:
         """The job bundle's files by archive name: `source_dir`'s contents plus `dependencies`."""
@@ -362,6 +371,18 @@ def _describe(error: ValidationError) -> str:
             message = f"{key}={problem.get('input')!r}: {message}"
         lines.append(message)
     return "invalid pipeline configuration (cdk.json context or -c key=value):\n  " + "\n  ".join(lines)
+
+
+def _check_ranker_hyperparameters(hyperparameters: Mapping[str, Any]) -> None:
+    """The project's scripts parse `hyperparameters` as SageMaker's toolkit passes them (`--name value`, the value's
+    text), so a default every job would fail on stops synthesis instead, with the scripts' own message."""
+    flags = [text for name, value in hyperparameters.items() for text in (f"--{name}", str(value))]
+    try:
+        # Any existing folder stands in for the training channel, which each job gets from its dataset.
+        training_code_module("ranker/config.py").parse_config(["--train", str(TRAINING_CODE_DIR), *flags], env={})
+    except ValueError as error:
+        raise ValueError(f"default_hyperparameters={dict(hyperparameters)!r}: the training scripts refuse it "
+                         f"({error}); fix or remove it") from None
 
 
 def _require(ok: bool, key: str, value: Any, allowed: str) -> None:

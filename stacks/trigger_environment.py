@@ -12,14 +12,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from stacks.buckets import CHECKPOINT_PREFIX, MODEL_PREFIX
-from stacks.config import PipelineConfig
+from stacks.config import PROJECT_ENTRY_POINTS, PipelineConfig
 from stacks.source_layout import project_path
 from stacks.training_code_modules import TRAINING_CODE_DIR, training_code_module
 
 POWERTOOLS_SERVICE_NAME = "training-trigger"
 STATIC_SETTINGS_FILE = "stack_settings.json"
-# The project's own entry points: the trigger checks their hyperparameters against the training code's flags.
-RANKER_ENTRY_POINTS = ("train_ddp.py", "train_lightning.py")
 
 
 def metric_definitions(config: PipelineConfig) -> list[dict[str, str]]:
@@ -53,6 +51,7 @@ def trigger_environment(config: PipelineConfig, *, data_bucket: str, artifacts_b
 def trigger_static_settings(config: PipelineConfig, *, bundle_files: Iterable[str]) -> dict[str, Any]:
     """The settings file's object: the configuration as the trigger needs it, the bundle's file list, and the
     training code's flag definitions for the project's own entry points."""
+    # The project's own training code: the trigger checks its entry points' hyperparameters against their flags.
     runs_project_code = project_path(config.source_dir) == TRAINING_CODE_DIR
     return {
         "dataset_prefix": config.dataset_prefix,
@@ -84,6 +83,6 @@ def trigger_static_settings(config: PipelineConfig, *, bundle_files: Iterable[st
         "metric_definitions": metric_definitions(config),
         "container_log_level": "20",
         "bundle_files": sorted(bundle_files),
-        "checked_entry_points": list(RANKER_ENTRY_POINTS) if runs_project_code else [],
+        "checked_entry_points": list(PROJECT_ENTRY_POINTS) if runs_project_code else [],
         "training_flags": training_code_module("ranker/config.py").flag_definitions() if runs_project_code else {},
     }

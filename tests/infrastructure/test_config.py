@@ -52,6 +52,9 @@ def test_cdk_json_defaults_are_valid_for_every_named_environment() -> None:
     ({"trigger_reserved_concurrency": 0}, ["trigger_reserved_concurrency", "0"]),
     ({"log_retention_days": 10}, ["log_retention_days", "10", "14"]),
     ({"default_hyperparameters": {"sagemaker_program": "x.py"}}, ["default_hyperparameters", "sagemaker_program"]),
+    # The project's own scripts parse the defaults with every job: a value they refuse stops synthesis instead
+    ({"default_hyperparameters": {"epoch": 2}}, ["default_hyperparameters", "unknown flag(s) ['--epoch', '2']"]),
+    ({"default_hyperparameters": {"dropout": 1.5}}, ["default_hyperparameters", "--dropout: bad value 1.5"]),
     ({"distribution": "torch_distributed", "instance_type": "ml.c5.xlarge"}, ["instance_type", "ml.c5.xlarge", "GPU"]),
     ({"distribution": "pytorchddp", "framework_version": "2.3.0"}, ["distribution", "pytorchddp", "2.2.0"]),
     ({"unknown_key": 1}, ["unknown_key"]),

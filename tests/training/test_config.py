@@ -3,10 +3,13 @@ what a run cannot take (before any data is read)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from ranker.config import ConfigError, parse_config
+from training_launch import TRAINING_CODE, script_env
 
 
 @pytest.fixture
@@ -103,3 +106,24 @@ def test_a_channel_that_does_not_exist_is_refused_before_any_data_is_read(data_d
 
 def test_config_error_is_a_value_error_so_existing_handlers_still_catch_it():
     assert issubclass(ConfigError, ValueError)
+
+
+@pytest.mark.slow  # each run imports torch (and Lightning) before parsing: seconds
+@pytest.mark.parametrize("script", ["train_ddp.py", "train_lightning.py"])
+@pytest.mark.parametrize(("flags", "line"), [
+    (["--dropout", "1.5"], "--dropout: bad value 1.5: use a number >= 0 and < 1"),
+    (["--learning-rate", "-1"], "--learning-rate: bad value -1.0: use a number > 0"),
+    (["--train", "/nonexistent"], "--train: bad value '/nonexistent': use an existing file or folder"),
+])
+def test_each_entry_point_refuses_a_bad_flag_with_one_line_and_the_jobs_failure_reason(script, flags, line, data_dir,
+                                                                                      tmp_path):
+    # Given an entry point started with one bad flag, with SageMaker's output folder for the failure reason
+    output = tmp_path / "sm-output"
+    result = subprocess.run([sys.executable, script, "--train", str(data_dir), *flags],
+                            env=script_env(SM_OUTPUT_DIR=str(output)), cwd=TRAINING_CODE, capture_output=True,
+                            text=True, timeout=180)
+    # Then it stops before any work with that one line, no traceback, and the same reason for DescribeTrainingJob
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert [text for text in result.stderr.splitlines() if text.strip()] == [f"error: {line}"]
+    assert (output / "failure").read_text() == f"ConfigError: {line}"
+    assert result.stdout == ""

@@ -189,21 +189,22 @@ def settings_from(environ: Mapping[str, str], static: Mapping[str, Any], static_
     if default_entry_point and default_entry_point not in bundle_files:
         errors.append(f"{static_name}: default_entry_point={default_entry_point!r} is not in bundle_files: "
                       f"synthesize and deploy the stack again")
+    # What only deployment resolves: names, ARNs and URIs from the environment.
+    resolved = {"region": region, "data_bucket": env.text("DATA_BUCKET"),
+                "artifacts_bucket": env.text("ARTIFACTS_BUCKET"), "role_arn": env.text("ROLE_ARN"),
+                "training_image_uri": env.text("TRAINING_IMAGE_URI"),
+                "source_bundle_uri": env.s3_uri("SOURCE_BUNDLE_URI"), "output_s3_uri": env.s3_uri("OUTPUT_S3_URI"),
+                "checkpoint_s3_uri": env.s3_uri("CHECKPOINT_S3_URI"),
+                "kms_key_arn": env.text("KMS_KEY_ARN", allow_empty=True) or None,
+                "notification_topic_arn": env.text("NOTIFICATION_TOPIC_ARN")}
     settings = Settings(
-        region=region,
-        data_bucket=env.text("DATA_BUCKET"),
-        artifacts_bucket=env.text("ARTIFACTS_BUCKET"),
+        **resolved,
         dataset_prefix=dataset_prefix,
         marker_names=read.strings("marker_names"),
         job_name_prefix=read.text("job_name_prefix"),
-        role_arn=env.text("ROLE_ARN"),
-        training_image_uri=env.text("TRAINING_IMAGE_URI"),
         image_source=read.text("image_source", choices=IMAGE_SOURCES),
         framework_version=read.text("framework_version"),
         python_version=read.text("python_version"),
-        source_bundle_uri=env.s3_uri("SOURCE_BUNDLE_URI"),
-        output_s3_uri=env.s3_uri("OUTPUT_S3_URI"),
-        checkpoint_s3_uri=env.s3_uri("CHECKPOINT_S3_URI"),
         default_entry_point=default_entry_point,
         default_distribution=read.text("default_distribution", choices=DISTRIBUTIONS),
         default_instance_type=read.text("default_instance_type"),
@@ -222,16 +223,17 @@ def settings_from(environ: Mapping[str, str], static: Mapping[str, Any], static_
         job_retry_attempts=read.integer("job_retry_attempts"),
         subnet_ids=read.strings("subnet_ids"),
         security_group_ids=read.strings("security_group_ids"),
-        kms_key_arn=env.text("KMS_KEY_ARN", allow_empty=True) or None,
         enable_network_isolation=read.flag("enable_network_isolation"),
         enable_inter_container_encryption=read.flag("enable_inter_container_encryption"),
         metric_definitions=read.objects("metric_definitions"),
         container_log_level=read.text("container_log_level"),
-        notification_topic_arn=env.text("NOTIFICATION_TOPIC_ARN"),
         bundle_files=bundle_files,
         checked_entry_points=read.strings("checked_entry_points"),
         training_flags=read.mapping("training_flags"),
     )
+    if settings.checked_entry_points and not {"flags", "true_texts", "false_texts"} <= set(settings.training_flags):
+        errors.append(f"{static_name}: checked_entry_points={list(settings.checked_entry_points)} without the "
+                      f"training code's flag definitions in training_flags: synthesize and deploy the stack again")
     if bool(settings.subnet_ids) != bool(settings.security_group_ids):
         errors.append(f"{static_name}: subnet_ids and security_group_ids must be both set (VPC) or both empty "
                       f"(no VPC)")

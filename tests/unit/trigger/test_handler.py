@@ -135,27 +135,34 @@ def _started_job_name(s3_stub, sagemaker_stub, event) -> str:
     return result["job_name"]
 
 
-def _redeploy(monkeypatch, **changes: str) -> None:
+def _redeploy(monkeypatch, folder, **changes) -> None:
+    """The stack deployed again with `changes`: UPPER_CASE names in the environment, lower_case ones in the bundle's
+    settings file (written anew into `folder`)."""
     from training_trigger.settings import load_settings
 
-    for name, value in changes.items():
+    static = {name: value for name, value in changes.items() if not name.isupper()}
+    environment = {name: value for name, value in changes.items() if name.isupper()}
+    environment["STATIC_SETTINGS_FILE"] = write_stack_settings(folder, **static)["STATIC_SETTINGS_FILE"]
+    for name, value in environment.items():
         monkeypatch.setenv(name, value)
     load_settings.cache_clear()
 
 
 @pytest.mark.parametrize("changes", [
     {"SOURCE_BUNDLE_URI": "s3://ranker-artifacts-example/code/77d0e4c5/sourcedir.tar.gz"},  # new training code
-    {"DEFAULT_HYPERPARAMETERS": json.dumps({"epochs": 20, "loss": "listnet"})},
-    {"DEFAULT_INSTANCE_COUNT": "2"},
+    {"default_hyperparameters": {"epochs": 20, "loss": "listwise"}},
+    {"default_instance_count": 2},
     {"TRAINING_IMAGE_URI": "763104351884.dkr.ecr.eu-west-1.amazonaws.com/pytorch-training:2.1.0-gpu-py310"},
 ], ids=["training-code", "default-hyperparameters", "instance-count", "image"])
 def test_the_same_marker_after_a_redeploy_with_new_code_or_settings_starts_a_new_job(s3_stub, sagemaker_stub,
-                                                                                     monkeypatch, changes):
+                                                                                     monkeypatch, tmp_path, changes):
     # Given the marker event started a job
     event = load_event("s3_eventbridge_object_created.json")
     before = _started_job_name(s3_stub, sagemaker_stub, event)
     # When the stack is redeployed with new training code or new job settings and the event arrives again
-    _redeploy(monkeypatch, **changes)
+    redeployed = tmp_path / "redeployed"
+    redeployed.mkdir()
+    _redeploy(monkeypatch, redeployed, **changes)
     after = _started_job_name(s3_stub, sagemaker_stub, event)
     # Then it is another job, not a duplicate of the one that ran the old code or settings
     assert before != after

@@ -49,6 +49,8 @@ def test_empty_kms_key_means_no_kms():
         ({"dataset_prefix": "datasets"}, "dataset_prefix='datasets' must end with '/'"),
         ({"default_entry_point": "train.py"}, "default_entry_point='train.py' is not in bundle_files"),
         ({"subnet_ids": ["subnet-0a1b"]}, "subnet_ids and security_group_ids must be both set"),
+        ({"training_flags": {}}, "checked_entry_points=['train_ddp.py', 'train_lightning.py'] without the training "
+                                 "code's flag definitions"),
         ({"OUTPUT_S3_URI": "models/"}, "OUTPUT_S3_URI='models/' is not an S3 URI"),
         ({"ROLE_ARN": ""}, "ROLE_ARN is missing"),
     ],
