@@ -70,16 +70,27 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
 
 
 def render_summary(result: DemoResult) -> str:
-    ndcg = "n/a" if result.ndcg_at_10 is None else f"{result.ndcg_at_10:.4f}"
+    ndcg = "n/a" if result.ndcg_at_10 is None else f"{result.ndcg_at_10:.4f} ({result.ndcg_split} queries)"
+    package = result.model_package_arn or (f"not registered: {result.not_registered_reason}"
+                                           if result.not_registered_reason else "-")
+    model = f"{_shown(result.model_dir)}/ (model.tar.gz unpacked)" if result.model_dir else "-"
     lines = [f"job:       {result.job_name}", f"status:    {result.status}",
              f"duration:  {result.duration_seconds:.1f} s", f"NDCG@10:   {ndcg}",
-             f"artifact:  {result.model_artifact or '-'}",
-             f"plot:      {', '.join(str(path) for path in result.plots) or '-'}"]
+             f"model:     {model}", f"package:   {package}",
+             f"plot:      {', '.join(_shown(path) for path in result.plots) or '-'}"]
     if result.metrics:
         lines.append("metrics:   " + " ".join(f"{name}={value:g}" for name, value in sorted(result.metrics.items())))
     if result.failure_reason:
         lines.append(f"reason:    {result.failure_reason}")
     return "\n".join(lines)
+
+
+def _shown(path: Path) -> str:
+    """Relative to the working directory when under it (as `make demo` runs): a path to paste into the next command."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,7 +2,8 @@
 
 generate (or take) LETOR data -> upload `datasets/<name>/<version>/train/` -> upload the manifest.json marker
 -> EventBridge event from the stored marker -> trigger handler with the stack's environment -> local job ->
-summary (job, status, duration, NDCG@10, artifact URI, plot).
+its state change event -> registrar handler -> summary (job, status, duration, NDCG@10 and its split, the unpacked
+model, the registered model package, plots).
 """
 
 from __future__ import annotations
@@ -68,8 +69,12 @@ class DemoResult:
     status: str
     duration_seconds: float
     ndcg_at_10: float | None
+    ndcg_split: str | None  # which queries ndcg_at_10 was measured on: "test" or "validation"
     failure_reason: str | None
-    model_artifact: str
+    model_artifact: str  # the model.tar.gz URI in the (local) artifacts bucket, gone when the demo exits
+    model_dir: Path | None  # model.tar.gz unpacked under work_dir, kept
+    model_package_arn: str | None
+    not_registered_reason: str | None  # why the registrar refused the model, when it did
     plots: list[Path]
     metrics: dict[str, float]
     """The job's final metrics, as its MetricDefinitions read them from the log."""
@@ -122,7 +127,7 @@ def run_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Path) -> D
     if result.get("status") != "started":
         raise TriggerRefused(f"the trigger started no job: {json.dumps(result)[:2000]}")
     description = follow_job(pipeline, result["job_name"])
-    return summarize(description, pipeline.s3, options.work_dir)
+    return summarize(description, pipeline.deliver_job_state(description), pipeline.s3, options.work_dir)
 
 
 def _dataset_folder(options: DemoOptions, run_dir: Path) -> Path:
@@ -161,21 +166,29 @@ def follow_job(pipeline: LocalPipeline, job_name: str) -> dict[str, Any]:
         return pipeline.wait(job_name, on_description=show)
 
 
-def summarize(description: dict[str, Any], s3: Any, work_dir: Path) -> DemoResult:
-    """The summary; the job's output.tar.gz (plots) is unpacked under `work_dir/outputs/<job>/`."""
+def summarize(description: dict[str, Any], registration: dict[str, Any] | None, s3: Any,
+              work_dir: Path) -> DemoResult:
+    """The summary; the job's model.tar.gz and output.tar.gz (plots) are unpacked under `work_dir/outputs/<job>/`."""
     metrics = {metric["MetricName"]: metric["Value"] for metric in description.get("FinalMetricDataList", [])}
     artifact = description["ModelArtifacts"]["S3ModelArtifacts"]
-    plots: list[Path] = []
+    model_dir, plots = None, []
     if artifact:
         output = work_dir / "outputs" / description["TrainingJobName"]
-        bucket, key = split_s3_uri(artifact.removesuffix("model.tar.gz") + "output.tar.gz")
-        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-        with tarfile.open(fileobj=io.BytesIO(body)) as tar:
-            tar.extractall(output, filter="data")
-        plots = sorted(output.rglob("*.png"))
+        model_dir = _unpack(s3, artifact, output / "model")
+        plots = sorted(_unpack(s3, artifact.removesuffix("model.tar.gz") + "output.tar.gz", output).glob("*.png"))
+    ndcg_split = "test" if "test_ndcg@10" in metrics else "validation" if "val_ndcg@10" in metrics else None
+    registration = registration or {}
     end = description.get("TrainingEndTime") or description["LastModifiedTime"]
     return DemoResult(job_name=description["TrainingJobName"], status=description["TrainingJobStatus"],
                       duration_seconds=(end - description["CreationTime"]).total_seconds(),
-                      ndcg_at_10=metrics.get("test_ndcg@10", metrics.get("val_ndcg@10")),
-                      failure_reason=description.get("FailureReason"), model_artifact=artifact, plots=plots,
-                      metrics=metrics)
+                      ndcg_at_10=metrics.get("test_ndcg@10", metrics.get("val_ndcg@10")), ndcg_split=ndcg_split,
+                      failure_reason=description.get("FailureReason"), model_artifact=artifact, model_dir=model_dir,
+                      model_package_arn=registration.get("model_package_arn"),
+                      not_registered_reason=registration.get("reason"), plots=plots, metrics=metrics)
+
+
+def _unpack(s3: Any, uri: str, folder: Path) -> Path:
+    bucket, key = split_s3_uri(uri)
+    with tarfile.open(fileobj=io.BytesIO(s3.get_object(Bucket=bucket, Key=key)["Body"].read())) as tar:
+        tar.extractall(folder, filter="data")
+    return folder

@@ -5,6 +5,7 @@ as the template configures it, and local SageMaker, all on 127.0.0.1.
         marker = pipeline.upload_dataset(folder, dataset="web", version="v1", manifest={"training": {...}})
         result = pipeline.deliver(marker)  # {"status": "started", "job_name": ...}
         description = pipeline.wait(result["job_name"])
+        registration = pipeline.deliver_job_state(description)  # {"status": "registered", ...} when Completed
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from local_mode.bucket_events import object_created_event
 from local_mode.container_envs import ContainerEnv
+from local_mode.job_state_events import training_job_state_change_event
 from local_mode.job_runner import RunnerSettings
 from local_mode.local_clients import local_account_id, local_client
 from local_mode.moto_endpoint import MotoEndpoint
@@ -27,10 +29,13 @@ from local_mode.synthesized_app import synthesize
 from local_mode.training_job import TERMINAL_STATUSES
 from local_mode.training_job_service import TrainingJobService
 from local_mode.trigger_invocation import invoke_trigger
+from stacks.model_registration import POWERTOOLS_SERVICE_NAME as REGISTRAR_NAME
+from stacks.model_registration import REGISTERED_JOB_STATES
 
-# The one environment variable that tells the trigger function apart from the stacks' other functions: the name of
-# the settings file in its bundle.
+# The environment variable that tells each function apart from the stacks' other functions: the trigger's names the
+# settings file in its bundle; the registrar's lists the metrics it registers.
 TRIGGER_MARKER_VARIABLE = "STATIC_SETTINGS_FILE"
+REGISTRAR_MARKER_VARIABLE = "MODEL_QUALITY_METRICS"
 POLL_SECONDS = 0.5
 
 
@@ -57,6 +62,7 @@ class LocalPipeline:
         self._sagemaker_endpoint: LocalSageMaker | None = None
         self.account = ""
         self.trigger: LambdaFunction | None = None
+        self.registrar: LambdaFunction | None = None
         self.s3: Any = None
         self.sagemaker: Any = None
 
@@ -67,11 +73,12 @@ class LocalPipeline:
         try:
             resources = LocalStackResources(assembly, self._moto.url)
             self.trigger = resources.lambda_function(TRIGGER_MARKER_VARIABLE)
+            self.registrar = resources.lambda_function(REGISTRAR_MARKER_VARIABLE)
             resources.publish_file_assets()
             self.account = local_account_id(self._moto.url)
             service = TrainingJobService(s3_endpoint_url=self._moto.url, account_id=self.account,
                                          settings=self._settings, on_log_line=self._on_log_line)
-            self._sagemaker_endpoint = LocalSageMaker(service).start()
+            self._sagemaker_endpoint = LocalSageMaker(service, registry_url=self._moto.url).start()
         except BaseException:
             self._stop_moto()
             raise
@@ -87,6 +94,11 @@ class LocalPipeline:
     def _stop_moto(self) -> None:
         if self._owns_moto:
             self._moto.stop()
+
+    @property
+    def moto_url(self) -> str:
+        """moto's server: S3, SNS and the Model Registry (through local SageMaker) of the local stacks."""
+        return self._moto.url
 
     @property
     def jobs_dir(self) -> Path:
@@ -113,8 +125,8 @@ class LocalPipeline:
 
     def upload_channels(self, channels: Mapping[str, Path], *, dataset: str, version: str,
                         manifest: dict[str, Any]) -> str:
-        """Upload each folder as its channel of the dataset version, then the manifest.json marker; returns the
-        marker's key."""
+        """Upload each folder's files as its channel (`train`, `validation`, `test`) of the dataset version, then
+        the manifest.json marker; returns the marker's key."""
         bucket, version_root = self.environment["DATA_BUCKET"], self.version_root(dataset, version)
         for channel, folder in channels.items():
             for path in sorted(folder.rglob("*")):
@@ -142,6 +154,19 @@ class LocalPipeline:
         return invoke_trigger(event, account=self.account, function_environment=self.trigger.environment,
                               s3_url=self._moto.url, sns_url=self._moto.url, sagemaker_url=self._sagemaker_endpoint.url,
                               code_dir=self.trigger.code_dir, handler=self.trigger.handler)
+
+    def deliver_job_state(self, description: dict[str, Any]) -> dict[str, Any] | None:
+        """EventBridge delivers the job's state change to the registrar when its rule matches (a Completed job);
+        returns the handler's result, or None for a state the rule does not match."""
+        assert self.registrar and self._sagemaker_endpoint, "enter the LocalPipeline first"
+        if description["TrainingJobStatus"] not in REGISTERED_JOB_STATES:
+            return None
+        tags = self.sagemaker.list_tags(ResourceArn=description["TrainingJobArn"])["Tags"]
+        event = training_job_state_change_event(description, tags, account=self.account)
+        return invoke_trigger(event, account=self.account, function_environment=self.registrar.environment,
+                              s3_url=self._moto.url, sns_url=self._moto.url, sagemaker_url=self._sagemaker_endpoint.url,
+                              code_dir=self.registrar.code_dir, handler=self.registrar.handler,
+                              function_name=REGISTRAR_NAME)
 
     def wait(self, job_name: str, *, timeout: float = 600,
              on_description: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:

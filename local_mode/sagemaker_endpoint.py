@@ -2,23 +2,36 @@
 
 boto3 POSTs JSON to `/` with `X-Amz-Target: SageMaker.<Operation>`; errors come back as HTTP 400 with
 `{"__type": code, "Message": ...}`. Point real clients at it with `endpoint_url=` or AWS_ENDPOINT_URL_SAGEMAKER.
+
+Training jobs are served here; the Model Registry calls are relayed unchanged to moto's server (`registry_url`),
+which implements model package groups and versioned model packages, so one SageMaker endpoint serves a Lambda
+that uses both, as the service does.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import urllib.error
+import urllib.request
 import uuid
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from local_mode.network import LOOPBACK
+from local_mode.request_validation import validate_request
 from local_mode.service_errors import ServiceError
 from local_mode.training_job_service import TrainingJobService
 
 CONTENT_TYPE = "application/x-amz-json-1.1"
 TARGET_PREFIX = "SageMaker."
+# What the registrar calls, and what a test reads back, of the Model Registry.
+REGISTRY_OPERATIONS = frozenset({"CreateModelPackageGroup", "DescribeModelPackageGroup", "ListModelPackageGroups",
+                                 "CreateModelPackage", "DescribeModelPackage", "ListModelPackages",
+                                 "UpdateModelPackage"})
+# Headers moto reads: the operation, and the region from the signature's credential scope.
+_RELAYED_HEADERS = ("Content-Type", "X-Amz-Target", "Authorization", "X-Amz-Date")
 
 
 def _json_default(value: Any) -> Any:
@@ -30,9 +43,10 @@ def _json_default(value: Any) -> Any:
 class LocalSageMaker:
     """The HTTP front of a TrainingJobService; `url` is set once started."""
 
-    def __init__(self, service: TrainingJobService) -> None:
+    def __init__(self, service: TrainingJobService, registry_url: str | None = None) -> None:
+        """`registry_url`: moto's server, which answers the Model Registry calls; without it they are refused."""
         self.service = service
-        self._server = ThreadingHTTPServer((LOOPBACK, 0), _handler_for(service))
+        self._server = ThreadingHTTPServer((LOOPBACK, 0), _handler_for(service, registry_url))
         self._server.daemon_threads = True
         self.url = f"http://{LOOPBACK}:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-sagemaker", daemon=True)
@@ -53,7 +67,7 @@ class LocalSageMaker:
         self.stop()
 
 
-def _handler_for(service: TrainingJobService) -> type[BaseHTTPRequestHandler]:
+def _handler_for(service: TrainingJobService, registry_url: str | None) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (the http.server API)
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
@@ -62,17 +76,35 @@ def _handler_for(service: TrainingJobService) -> type[BaseHTTPRequestHandler]:
                 if not target.startswith(TARGET_PREFIX):
                     raise ServiceError("UnknownOperationException",
                                        f"X-Amz-Target {target!r} does not start with {TARGET_PREFIX!r}")
+                operation = target.removeprefix(TARGET_PREFIX)
                 params = json.loads(body or b"{}")
                 if not isinstance(params, dict):
                     raise ServiceError("SerializationException", "the request body must be a JSON object")
-                self._reply(200, service.call(target.removeprefix(TARGET_PREFIX), params))
+                if registry_url and operation in REGISTRY_OPERATIONS:
+                    # moto checks few of the model's constraints; the service's front door checks them all.
+                    validate_request(operation, params)
+                    self._relay(registry_url, body)
+                else:
+                    self._reply(200, service.call(operation, params))
             except ServiceError as error:
                 self._reply(error.http_status, error.body())
             except json.JSONDecodeError as error:
                 self._reply(400, ServiceError("SerializationException", f"request body is not JSON: {error}").body())
 
+        def _relay(self, url: str, body: bytes) -> None:
+            headers = {name: self.headers[name] for name in _RELAYED_HEADERS if self.headers.get(name)}
+            request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    status, data = response.status, response.read()
+            except urllib.error.HTTPError as error:  # the service's error answers (4xx) pass through as they are
+                status, data = error.code, error.read()
+            self._send(status, data)
+
         def _reply(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload, default=_json_default).encode()
+            self._send(status, json.dumps(payload, default=_json_default).encode())
+
+        def _send(self, status: int, data: bytes) -> None:
             self.send_response(status)
             self.send_header("Content-Type", CONTENT_TYPE)
             self.send_header("Content-Length", str(len(data)))

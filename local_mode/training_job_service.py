@@ -1,5 +1,6 @@
 """The SageMaker training-job API, locally: CreateTrainingJob, DescribeTrainingJob, ListTrainingJobs,
-StopTrainingJob, with the service's validation and errors. Each job runs on a thread of its own."""
+StopTrainingJob and ListTags of a training job, with the service's validation and errors. Each job runs on a thread
+of its own."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ class TrainingJobService:
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """Dispatch one API call by its X-Amz-Target operation name."""
         handlers = {"CreateTrainingJob": self.create_training_job, "DescribeTrainingJob": self.describe_training_job,
-                    "ListTrainingJobs": self.list_training_jobs, "StopTrainingJob": self.stop_training_job}
+                    "ListTrainingJobs": self.list_training_jobs, "StopTrainingJob": self.stop_training_job,
+                    "ListTags": self.list_tags}
         if operation not in handlers:
             raise ServiceError("UnknownOperationException",
                                f"local SageMaker serves {sorted(handlers)}; {operation!r} is not one of them")
@@ -77,6 +79,14 @@ class TrainingJobService:
         if end < len(jobs):
             response["NextToken"] = str(end)
         return response
+
+    def list_tags(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A training job's tags, as CreateTrainingJob set them (in one page: a job holds at most 50)."""
+        with self._lock:
+            job = next((job for job in self._jobs.values() if job.arn == params["ResourceArn"]), None)
+        if job is None:
+            raise validation_error(f"local SageMaker holds no training job with ARN {params['ResourceArn']!r}")
+        return {"Tags": list(job.request.get("Tags", []))}
 
     def stop_training_job(self, params: dict[str, Any]) -> dict[str, Any]:
         job = self._job(params["TrainingJobName"])

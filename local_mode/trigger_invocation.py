@@ -1,6 +1,6 @@
-"""Invokes the trigger Lambda's handler as the Lambda runtime would: its own process, its code folder as the
-code root (the synthesized asset, or the source folder lambda/trigger/), the stack's environment, and the endpoint
-URLs of the local services."""
+"""Invokes a Lambda handler of the stacks (the trigger unless told otherwise) as the Lambda runtime would: its own
+process, its code folder as the code root (the synthesized asset, or the source folder lambda/trigger/), the stack's
+environment, and the endpoint URLs of the local services."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ import importlib, json, os, sys, uuid
 from types import SimpleNamespace
 module_name, function_name = os.environ["_HANDLER"].rsplit(".", 1)
 handler = getattr(importlib.import_module(module_name), function_name)
-context = SimpleNamespace(function_name="training-trigger", function_version="$LATEST", memory_limit_in_mb=512,
+context = SimpleNamespace(function_name=os.environ["AWS_LAMBDA_FUNCTION_NAME"], function_version="$LATEST",
+                          memory_limit_in_mb=512,
                           invoked_function_arn=os.environ["LOCAL_MODE_FUNCTION_ARN"],
                           aws_request_id=str(uuid.uuid4()), log_group_name="local", log_stream_name="local",
                           get_remaining_time_in_millis=lambda: 60000)
@@ -33,18 +34,18 @@ print("LOCAL_MODE_RESULT " + json.dumps(result, default=str))
 
 def invoke_trigger(event: dict[str, Any], *, account: str, function_environment: dict[str, str], s3_url: str,
                    sns_url: str, sagemaker_url: str, code_dir: Path = TRIGGER_ASSET,
-                   handler: str = TRIGGER_HANDLER) -> dict[str, Any]:
+                   handler: str = TRIGGER_HANDLER, function_name: str = "training-trigger") -> dict[str, Any]:
     """Run `handler(event, context)` from `code_dir`; returns its result (raises with its log when it crashes)."""
     # `_HANDLER` and `LAMBDA_TASK_ROOT` are what the Lambda runtime sets; the code folder comes first on the path.
     env = {"PATH": os.environ.get("PATH", ""), **function_environment, **dummy_credentials_environment(),
            "AWS_ENDPOINT_URL_S3": s3_url, "AWS_ENDPOINT_URL_SNS": sns_url, "AWS_ENDPOINT_URL_SAGEMAKER": sagemaker_url,
-           "AWS_LAMBDA_FUNCTION_NAME": "training-trigger", "PYTHONPATH": str(code_dir), "_HANDLER": handler,
+           "AWS_LAMBDA_FUNCTION_NAME": function_name, "PYTHONPATH": str(code_dir), "_HANDLER": handler,
            "LAMBDA_TASK_ROOT": str(code_dir),
-           "LOCAL_MODE_FUNCTION_ARN": f"arn:aws:lambda:{LOCAL_REGION}:{account}:function:training-trigger"}
+           "LOCAL_MODE_FUNCTION_ARN": f"arn:aws:lambda:{LOCAL_REGION}:{account}:function:{function_name}"}
     completed = subprocess.run([sys.executable, "-c", _INVOKE], input=json.dumps(event), cwd=code_dir, env=env,
                                capture_output=True, text=True, timeout=120)
     results = [line for line in completed.stdout.splitlines() if line.startswith("LOCAL_MODE_RESULT ")]
     if completed.returncode != 0 or not results:
-        raise RuntimeError(f"the trigger handler failed (exit {completed.returncode}):\n"
+        raise RuntimeError(f"the {function_name} handler failed (exit {completed.returncode}):\n"
                            f"{(completed.stdout + completed.stderr)[-3000:]}")
     return json.loads(results[-1].removeprefix("LOCAL_MODE_RESULT "))

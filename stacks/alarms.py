@@ -14,10 +14,11 @@ from stacks.notifications import allow_publishing
 
 
 class PipelineAlarms(Construct):
-    """Failed training jobs and trigger events that ended in the dead-letter queue."""
+    """Failed training jobs, and trigger or registrar events that ended in their dead-letter queues."""
 
     def __init__(self, scope: Construct, construct_id: str, *, job_failed_rule: events.IRule,
-                 dead_letter_queue: sqs.IQueue, topic: sns.ITopic) -> None:
+                 dead_letter_queue: sqs.IQueue, registration_dead_letter_queue: sqs.IQueue,
+                 topic: sns.ITopic) -> None:
         super().__init__(scope, construct_id)
         failed_jobs = cloudwatch.Metric(
             namespace="AWS/Events", metric_name="MatchedEvents",
@@ -31,17 +32,26 @@ class PipelineAlarms(Construct):
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        self.dead_letters = cloudwatch.Alarm(
-            self, "TriggerDeadLettersAlarm",
-            alarm_description="Trigger events failed after all retries and wait in the dead-letter queue: "
-                              "read them, fix the cause, replay them.",
-            metric=dead_letter_queue.metric_approximate_number_of_messages_visible(period=Duration.minutes(5),
-                                                                                   statistic="Maximum"),
+        self.dead_letters = self._dead_letter_alarm(
+            "TriggerDeadLettersAlarm", dead_letter_queue,
+            "Trigger events failed after all retries and wait in the dead-letter queue: read them, fix the cause, "
+            "replay them.")
+        self.registration_dead_letters = self._dead_letter_alarm(
+            "RegistrationDeadLettersAlarm", registration_dead_letter_queue,
+            "Completed jobs whose models could not be registered after all retries wait in the registrar's "
+            "dead-letter queue: read them, fix the cause, replay them.")
+        alarms = (self.failed_jobs, self.dead_letters, self.registration_dead_letters)
+        for alarm in alarms:
+            alarm.add_alarm_action(actions.SnsAction(topic))
+        allow_publishing(topic, service="cloudwatch.amazonaws.com", source_arns=[alarm.alarm_arn for alarm in alarms])
+
+    def _dead_letter_alarm(self, construct_id: str, queue: sqs.IQueue, description: str) -> cloudwatch.Alarm:
+        return cloudwatch.Alarm(
+            self, construct_id,
+            alarm_description=description,
+            metric=queue.metric_approximate_number_of_messages_visible(period=Duration.minutes(5),
+                                                                       statistic="Maximum"),
             threshold=1, evaluation_periods=1,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        alarms = (self.failed_jobs, self.dead_letters)
-        for alarm in alarms:
-            alarm.add_alarm_action(actions.SnsAction(topic))
-        allow_publishing(topic, service="cloudwatch.amazonaws.com", source_arns=[alarm.alarm_arn for alarm in alarms])

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from stacks.model_metrics import model_quality_metrics, project_metric_names
 from stacks.source_layout import SourceLayoutError, bundle_members, project_path
 from stacks.training_code_modules import TRAINING_CODE_DIR, training_code_module
 
@@ -34,6 +35,15 @@ PROJECT_ENTRY_POINTS = ("train_ddp.py", "train_lightning.py")
 
 class ConfigError(ValueError):
     """A configuration value that synthesis refuses; the message names key, value and what is allowed."""
+
+
+class RegistrationThreshold(BaseModel):
+    """The least a model must score on one metric to be registered."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    metric: str = Field(min_length=1)
+    minimum: float = Field(allow_inf_nan=False)
 
 
 class MetricDefinition(BaseModel):
@@ -171,6 +181,13 @@ class PipelineConfig(BaseModel):
     trigger_max_event_age_seconds: int = Field(ge=60, le=21600,
                                                description="age in seconds after which an undelivered event goes "
                                                            "to the dead-letter queue")
+    registration_threshold: RegistrationThreshold | None = Field(
+        default=None,
+        description="register a completed job's model only when its final `metric` (one of the jobs' metrics "
+                    "where higher is better, e.g. `val_ndcg@k`, `test_ndcg@k`) is at least `minimum`, e.g. `{\"metric\": \"test_ndcg@10\", \"minimum\": "
+                    "0.7}` (JSON with `-c`); a model below it, or without that metric, is not registered and the "
+                    "notification says why; unset: every completed job's model is registered "
+                    "(docs/model-registry.md)")
     log_retention_days: int = Field(description="trigger log retention in days, one of the periods CloudWatch "
                                                 "Logs allows")
     noncurrent_version_expiration_days: int = Field(ge=1, le=3650,
@@ -218,10 +235,10 @@ class PipelineConfig(BaseModel):
     def _split_dependencies(cls, value: Any) -> Any:
         return _split_csv(value)
 
-    @field_validator("default_hyperparameters", "metric_definitions", mode="before")
+    @field_validator("default_hyperparameters", "metric_definitions", "registration_threshold", mode="before")
     @classmethod
     def _parse_json(cls, value: Any) -> Any:
-        """`-c default_hyperparameters='{"epochs": 3}'` arrives as a JSON string."""
+        """`-c default_hyperparameters='{"epochs": 3}'` (or any object- or list-valued key) arrives as a JSON string."""
         return json.loads(value) if isinstance(value, str) else value
 
     @field_validator("marker_names")
@@ -281,6 +298,10 @@ class PipelineConfig(BaseModel):
                  f"{list(self.subnet_ids)}/{list(self.security_group_ids)}", "both set (VPC) or both empty (no VPC)")
         _require(self.image_source != "custom" or self.custom_image_tag is not None, "custom_image_tag",
                  self.custom_image_tag, "a tag pushed to the project's ECR repository when image_source is 'custom'")
+        if self.registration_threshold is not None:
+            quality = self.model_quality_metrics
+            _require(self.registration_threshold.metric in quality, "registration_threshold.metric",
+                     self.registration_threshold.metric, f"one of the jobs' model metrics {list(quality)}")
         container_errors = profiles.framework_errors(self.framework_version, self.python_version)
         container_errors += profiles.distribution_errors(
             distribution=self.distribution, instance_type=self.instance_type,
@@ -314,6 +335,13 @@ class PipelineConfig(BaseModel):
         """The job bundle's files by archive name: `source_dir`'s contents plus `dependencies`."""
         return bundle_members(project_path(self.source_dir),
                               tuple(project_path(dependency) for dependency in self.dependencies))
+
+    @property
+    def model_quality_metrics(self) -> tuple[str, ...]:
+        """The jobs' metrics that describe the model (`metric_definitions`, else the training code's)."""
+        names = ([definition.Name for definition in self.metric_definitions] if self.metric_definitions is not None
+                 else project_metric_names())
+        return model_quality_metrics(names)
 
     @property
     def uses_vpc(self) -> bool:

@@ -1,4 +1,5 @@
-"""Everything that can be replaced at will: roles, the trigger Lambda and its queue, rules, topic, alarms."""
+"""Everything that can be replaced at will: roles, the trigger and registrar Lambdas and their queues, rules, topic,
+alarms."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from stacks.alarms import PipelineAlarms
 from stacks.config import PipelineConfig
 from stacks.execution_role import SageMakerExecutionRole
 from stacks.lambda_bundle import stage_lambda_bundle
+from stacks.model_registration import ModelRegistration
 from stacks.notifications import JobNotifications
 from stacks.shared_resources import export_name, import_shared_resources
 from stacks.source_bundle import TrainingSourceBundle
@@ -68,8 +70,18 @@ class StatelessStack(Stack):
             log_retention_days=config.log_retention_days, retrain_schedule=config.retrain_schedule,
             removal_policy=removal_policy_of(config),
         )
+        registration = ModelRegistration(
+            self, "ModelRegistration",
+            asset_dir=stage_lambda_bundle(PROJECT_ROOT / "lambda" / "registrar", build_dir / "lambda-registrar"),
+            project_prefix=config.project_prefix, quality_metrics=config.model_quality_metrics,
+            threshold=config.registration_threshold,
+            artifacts_bucket=stateful.artifacts_bucket, topic=notifications.topic, key=data_key,
+            environment_key=stateful.key, log_retention_days=config.log_retention_days,
+            removal_policy=removal_policy_of(config),
+        )
         PipelineAlarms(self, "Alarms", job_failed_rule=notifications.job_failed_rule,
-                       dead_letter_queue=trigger.dead_letter_queue, topic=notifications.topic)
+                       dead_letter_queue=trigger.dead_letter_queue,
+                       registration_dead_letter_queue=registration.dead_letter_queue, topic=notifications.topic)
         # What `aws lambda invoke` and a subscriber need (README, Deploy), exported by name like the stateful stack's.
         for attribute, value in (("TriggerFunctionName", trigger.function.function_name),
                                  ("NotificationTopicArn", notifications.topic.topic_arn)):

@@ -61,16 +61,27 @@ def resources_of_type(template: dict[str, Any], resource_type: str) -> dict[str,
 
 
 def trigger_function(template: dict[str, Any]) -> dict[str, Any]:
-    """The trigger Lambda, found the way local mode finds it: by its handler."""
+    """The trigger Lambda: the function whose Powertools service name is the trigger's."""
+    return function_of_service(template, "training-trigger")
+
+
+def function_of_service(template: dict[str, Any], service_name: str) -> dict[str, Any]:
+    """The project's Lambda whose POWERTOOLS_SERVICE_NAME is `service_name` (both of ours run handler.lambda_handler)."""
     functions = [resource for resource in resources_of_type(template, "AWS::Lambda::Function").values()
-                 if resource["Properties"].get("Handler") == "handler.lambda_handler"]
-    assert len(functions) == 1, f"expected one function with handler.lambda_handler, found {len(functions)}"
+                 if resource["Properties"].get("Environment", {}).get("Variables", {})
+                 .get("POWERTOOLS_SERVICE_NAME") == service_name]
+    assert len(functions) == 1, f"expected one function of service {service_name!r}, found {len(functions)}"
     return functions[0]
 
 
 def trigger_asset_dir(app: SynthesizedApp) -> Path:
-    """The trigger's staged asset folder in cdk.out, found by the function's code key."""
-    asset_hash = trigger_function(app.stateless)["Properties"]["Code"]["S3Key"].removesuffix(".zip")
+    """The trigger's staged asset folder in cdk.out."""
+    return function_asset_dir(app, "training-trigger")
+
+
+def function_asset_dir(app: SynthesizedApp, service_name: str) -> Path:
+    """A function's staged asset folder in cdk.out, found by the function's code key."""
+    asset_hash = function_of_service(app.stateless, service_name)["Properties"]["Code"]["S3Key"].removesuffix(".zip")
     asset_dir = app.out_dir / f"asset.{asset_hash}"
     assert asset_dir.is_dir(), f"the function's asset folder {asset_dir} is missing from cdk.out"
     return asset_dir

@@ -58,6 +58,14 @@ def test_cdk_json_defaults_are_valid_for_every_named_environment() -> None:
     ({"distribution": "torch_distributed", "instance_type": "ml.c5.xlarge"}, ["instance_type", "ml.c5.xlarge", "GPU"]),
     ({"distribution": "pytorchddp", "framework_version": "2.3.0"}, ["distribution", "pytorchddp", "2.2.0"]),
     ({"unknown_key": 1}, ["unknown_key"]),
+    ({"registration_threshold": {"metric": "epoch", "minimum": 3}},
+     ["registration_threshold.metric", "epoch", "test_ndcg@10"]),
+    ({"registration_threshold": {"metric": "test_ndcg@10", "minimum": 0.5},
+      "metric_definitions": [{"Name": "auc", "Regex": "auc=([0-9.]+)"}]},
+     ["registration_threshold.metric", "test_ndcg@10", "auc"]),
+    ({"registration_threshold": '{"metric": "test_ndcg@10", "minimum": "high"}'},
+     ["registration_threshold.minimum", "high", "number"]),
+    ({"registration_threshold": {"metric": "test_ndcg@10"}}, ["registration_threshold.minimum", "required"]),
 ])
 def test_bad_value_is_refused_naming_key_value_and_allowed(overrides: dict, named: list[str]) -> None:
     # Given a config with one bad value / When it is validated / Then the error names key, value and what is allowed
@@ -123,3 +131,16 @@ def test_config_is_frozen() -> None:
     config = config_for("dev")
     with pytest.raises(ValueError):
         config.instance_count = 5  # type: ignore[misc]
+
+
+def test_the_registered_metrics_are_the_jobs_metrics_but_the_run_counters() -> None:
+    # Given the project's own metrics, then metric_definitions of the user's code
+    default = config_for("dev").model_quality_metrics
+    custom = config_for("dev", metric_definitions=[{"Name": "epoch", "Regex": "epoch=([0-9]+)"},
+                                                    {"Name": "auc", "Regex": "auc=([0-9.]+)"}])
+    # Then the model's metrics leave out epoch, step, learning rate and throughput
+    assert default == ("train_loss", "val_loss", "val_ndcg@1", "val_ndcg@3", "val_ndcg@5", "val_ndcg@10",
+                       "test_ndcg@1", "test_ndcg@3", "test_ndcg@5", "test_ndcg@10")
+    assert custom.model_quality_metrics == ("auc",)
+    assert config_for("dev", registration_threshold={"metric": "auc", "minimum": 0.7},
+                      metric_definitions=[{"Name": "auc", "Regex": "auc=([0-9.]+)"}]).registration_threshold.minimum == 0.7

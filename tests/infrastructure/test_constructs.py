@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,9 @@ from aws_cdk.assertions import Match, Template
 from stacks.buckets import ProjectBuckets
 from stacks.encryption import ProjectKey
 from stacks.execution_role import SageMakerExecutionRole
+from stacks.config import RegistrationThreshold
 from stacks.image_repository import TrainingImageRepository
+from stacks.model_registration import ModelRegistration
 from stacks.notifications import JobNotifications
 from stacks.training_image import DlcImage
 from stacks.training_trigger import TrainingTrigger
@@ -225,3 +228,62 @@ def test_notifications_topic_is_encrypted_and_hears_this_projects_jobs(email: st
                            "Condition": {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
                                          "ArnEquals": {"aws:SourceArn": [{"Fn::GetAtt": [Match.string_like_regexp(
                                              "TrainingJobStateRule"), "Arn"]}]}}})])}})
+
+
+def _registration(tmp_path: Path, threshold: RegistrationThreshold | None = None) -> Template:
+    stack = bare_stack()
+    asset_dir = tmp_path / "registrar"
+    asset_dir.mkdir()
+    (asset_dir / "handler.py").write_text("def lambda_handler(event, context):\n    return None\n")
+    key = kms.Key(stack, "Key")
+    ModelRegistration(stack, "Registration", asset_dir=asset_dir, project_prefix="ranker",
+                      quality_metrics=("val_ndcg@10", "test_ndcg@10"), threshold=threshold,
+                      artifacts_bucket=s3.Bucket(stack, "Artifacts", encryption_key=key),
+                      topic=sns.Topic(stack, "Topic"), key=key, environment_key=kms.Key(stack, "EnvKey"),
+                      log_retention_days=14, removal_policy=RemovalPolicy.DESTROY)
+    return Template.from_stack(stack)
+
+
+def test_registration_runs_on_this_projects_completed_jobs_only(tmp_path: Path) -> None:
+    template = _registration(tmp_path)
+    template.has_resource_properties("AWS::Events::Rule", {"EventPattern": {
+        "source": ["aws.sagemaker"], "detail-type": ["SageMaker Training Job State Change"],
+        "detail": {"TrainingJobName": [{"prefix": "ranker-"}], "TrainingJobStatus": ["Completed"]},
+    }, "Targets": [Match.object_like({"DeadLetterConfig": {"Arn": Match.any_value()},
+                                      "RetryPolicy": {"MaximumRetryAttempts": 2,
+                                                      "MaximumEventAgeInSeconds": 7200}})]})
+    template.has_resource_properties("AWS::Lambda::Function", {
+        "Handler": "handler.lambda_handler", "Architectures": ["arm64"], "KmsKeyArn": Match.any_value(),
+        "Environment": {"Variables": Match.object_like({"PROJECT_PREFIX": "ranker", "THRESHOLD_METRIC": "",
+                                                        "THRESHOLD_MINIMUM": "",
+                                                        "MODEL_QUALITY_METRICS": "val_ndcg@10,test_ndcg@10"})},
+    })
+    template.has_resource_properties("AWS::Lambda::EventInvokeConfig", {
+        "DestinationConfig": {"OnFailure": {"Destination": Match.any_value()}}})
+    template.has_resource_properties("AWS::SQS::Queue", {"KmsMasterKeyId": Match.any_value()})
+    template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 14, "KmsKeyId": Match.any_value()})
+
+
+def test_registration_threshold_reaches_the_function(tmp_path: Path) -> None:
+    template = _registration(tmp_path, RegistrationThreshold(metric="test_ndcg@10", minimum=0.7))
+    template.has_resource_properties("AWS::Lambda::Function", {"Environment": {"Variables": Match.object_like(
+        {"THRESHOLD_METRIC": "test_ndcg@10", "THRESHOLD_MINIMUM": "0.7"})}})
+
+
+def test_registration_may_only_read_project_jobs_write_project_groups_and_the_quality_report(tmp_path: Path) -> None:
+    statements = _policy_statements(_registration(tmp_path))
+    by_sid = {statement.get("Sid"): statement for statement in statements}
+    assert by_sid["ReadProjectTrainingJobs"]["Action"] == ["sagemaker:DescribeTrainingJob", "sagemaker:ListTags"]
+    assert json.dumps(by_sid["ReadProjectTrainingJobs"]["Resource"]).endswith(':training-job/ranker-*"]]}')
+    registry = by_sid["RegisterInProjectPackageGroups"]
+    assert registry["Action"] == ["sagemaker:CreateModelPackage", "sagemaker:CreateModelPackageGroup",
+                                  "sagemaker:DescribeModelPackageGroup"]
+    resources = [json.dumps(resource) for resource in registry["Resource"]]
+    assert [resource.rsplit(":", 1)[-1] for resource in resources] == [
+        'model-package-group/ranker-*"]]}', 'model-package/ranker-*"]]}']
+    writes = [statement for statement in statements
+              if "s3:PutObject" in statement["Action"]]
+    assert len(writes) == 1 and json.dumps(writes[0]["Resource"]).endswith('/models/*/output/model_quality.json"]]}')
+    assert any(statement["Action"] == "sns:Publish" for statement in statements)
+    assert not any("s3:GetObject" in json.dumps(statement["Action"]) or "sagemaker:CreateTrainingJob" in
+                   json.dumps(statement["Action"]) for statement in statements)

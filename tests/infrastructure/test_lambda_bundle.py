@@ -1,4 +1,5 @@
-"""The trigger's asset imports in a bare interpreter holding only what the Lambda runtime provides."""
+"""The Lambda assets (trigger, registrar) import in a bare interpreter holding only what the Lambda runtime
+provides."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ import pytest
 
 from stacks.lambda_bundle import LambdaBundleError, stage_lambda_bundle
 
-from .synthesis import SynthesizedApp, trigger_asset_dir
+from .synthesis import SynthesizedApp, function_asset_dir
 
 # What the AWS Lambda Python runtime ships besides the standard library.
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
+SERVICES = ("training-trigger", "model-registration")
 
 
 def _runtime_site_packages(tmp_path: Path) -> Path:
@@ -32,9 +34,11 @@ def _runtime_site_packages(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_handler_imports_with_only_the_bundle_and_the_runtime(dev_app: SynthesizedApp, tmp_path: Path) -> None:
+@pytest.mark.parametrize("service", SERVICES)
+def test_handler_imports_with_only_the_bundle_and_the_runtime(dev_app: SynthesizedApp, tmp_path: Path,
+                                                              service: str) -> None:
     # Given the synthesized function's asset folder and the runtime's own packages
-    asset_dir = trigger_asset_dir(dev_app)
+    asset_dir = function_asset_dir(dev_app, service)
     runtime = _runtime_site_packages(tmp_path)
     probe = textwrap.dedent(f"""
         import importlib.util, json, sys
@@ -52,11 +56,21 @@ def test_handler_imports_with_only_the_bundle_and_the_runtime(dev_app: Synthesiz
     assert not (asset_dir / "sagemaker").exists()
 
 
-def test_bundle_carries_the_pinned_powertools(dev_app: SynthesizedApp) -> None:
-    asset_dir = trigger_asset_dir(dev_app)
+@pytest.mark.parametrize("service", SERVICES)
+def test_bundle_carries_the_pinned_powertools(dev_app: SynthesizedApp, service: str) -> None:
+    asset_dir = function_asset_dir(dev_app, service)
     version = metadata.version("aws-lambda-powertools")
     assert (asset_dir / "aws_lambda_powertools").is_dir()
     assert (asset_dir / f"aws_lambda_powertools-{version}.dist-info").is_dir()
+
+
+def test_the_trigger_modules_linked_into_the_registrar_ship_as_files(dev_app: SynthesizedApp) -> None:
+    # The registrar's package links the trigger's client and Powertools set-up; the bundle must hold their contents.
+    package = function_asset_dir(dev_app, "model-registration") / "model_registration"
+    for name in ("aws_clients.py", "observability.py"):
+        assert not (package / name).is_symlink()
+        trigger_module = Path(__file__).resolve().parents[2] / "lambda" / "trigger" / "training_trigger" / name
+        assert (package / name).read_text() == trigger_module.read_text()
 
 
 def _function_dir_requiring(tmp_path: Path, requirement: str) -> Path:

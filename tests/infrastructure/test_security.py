@@ -63,13 +63,17 @@ def test_every_resource_is_scoped_except_where_aws_allows_none(any_app: Synthesi
                 assert unscoped == [], f"actions {unscoped} on Resource '*' in {statement}"
 
 
-def test_training_jobs_are_limited_to_the_project_prefix(any_app: SynthesizedApp) -> None:
+def test_training_jobs_and_model_packages_are_limited_to_the_project_prefix(any_app: SynthesizedApp) -> None:
     sagemaker = [statement for statement in _statements(any_app.stateless)
                  if any(str(action).startswith("sagemaker:") for action in _as_list(statement["Action"]))]
-    assert sagemaker, "the trigger's role has no SageMaker statement"
+    assert sagemaker, "the stack's roles have no SageMaker statement"
+    prefix = any_app.config.project_prefix
+    project_resources = tuple(f':{kind}/{prefix}-*"]]}}' for kind in ("training-job", "model-package-group",
+                                                                        "model-package"))
     for statement in sagemaker:
-        text = json.dumps(statement["Resource"])
-        assert text.endswith(f':training-job/{any_app.config.project_prefix}-*"]]}}'), text
+        for resource in _as_list(statement["Resource"]):
+            text = json.dumps(resource)
+            assert text.endswith(project_resources), text
 
 
 def test_pass_role_is_limited_to_sagemaker(any_app: SynthesizedApp) -> None:

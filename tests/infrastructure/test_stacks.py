@@ -84,8 +84,9 @@ def test_trigger_reserves_no_concurrency_by_default(any_app: SynthesizedApp) -> 
 def test_pipeline_outputs_name_the_trigger_function_and_the_topic(any_app: SynthesizedApp) -> None:
     # Given the synthesized pipeline stack
     template = any_app.stateless
+    trigger = trigger_function(template)
     [function_id] = [logical_id for logical_id, function in resources_of_type(template, "AWS::Lambda::Function").items()
-                     if function["Properties"].get("Handler") == "handler.lambda_handler"]
+                     if function is trigger]
     [topic_id] = resources_of_type(template, "AWS::SNS::Topic")
     prefix = f"{any_app.config.project_prefix}-{any_app.config.env_name}"
     # When its outputs are read / Then they give what `aws lambda invoke` and a subscriber need, exported by name
@@ -190,3 +191,20 @@ def test_templates_match_their_snapshots(any_app: SynthesizedApp) -> None:
         if snapshot.read_text() != current:
             pytest.fail(f"{stack_name} differs from {snapshot}: review the change with `git diff` after running "
                         f"`{UPDATE_SWITCH}=1 .venv/bin/python -m pytest tests/infrastructure/test_stacks.py`")
+
+
+def test_every_dead_letter_queue_has_an_alarm_that_notifies_the_topic(any_app: SynthesizedApp) -> None:
+    # Given the pipeline stack's queues (each Lambda's dead-letter queue) and its notification topic
+    template = any_app.stateless
+    queues = set(resources_of_type(template, "AWS::SQS::Queue"))
+    topic, = resources_of_type(template, "AWS::SNS::Topic")
+    # When the alarms on queue depth are read
+    alarmed = {}
+    for alarm in resources_of_type(template, "AWS::CloudWatch::Alarm").values():
+        properties = alarm["Properties"]
+        if properties.get("MetricName") == "ApproximateNumberOfMessagesVisible":
+            queue = properties["Dimensions"][0]["Value"]["Fn::GetAtt"][0]
+            alarmed[queue] = properties["AlarmActions"]
+    # Then each queue (the trigger's and the registrar's) pages the topic when one event lands in it
+    assert set(alarmed) == queues and len(queues) == 2
+    assert all(actions == [{"Ref": topic}] for actions in alarmed.values())

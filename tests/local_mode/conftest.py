@@ -54,7 +54,7 @@ def local_sagemaker(moto: MotoEndpoint, tmp_path: Path) -> Iterator[LocalSageMak
     service = TrainingJobService(
         s3_endpoint_url=moto.url, account_id=local_account_id(moto.url),
         settings=RunnerSettings(work_dir=tmp_path / "jobs", stop_grace_seconds=5, checkpoint_sync_seconds=0.5))
-    with LocalSageMaker(service) as endpoint:
+    with LocalSageMaker(service, registry_url=moto.url) as endpoint:
         yield endpoint
 
 

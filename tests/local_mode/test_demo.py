@@ -5,6 +5,7 @@ entry points in each distribution mode. The artifact is the model the service wo
 from __future__ import annotations
 
 import io
+import json
 import tarfile
 import time
 from pathlib import Path
@@ -17,10 +18,15 @@ from ranker.data.synthetic import generate
 from ranker.model.export import load_scorer
 from sklearn.metrics import ndcg_score
 
-from local_mode.cli import main
-from local_mode.demo import DemoOptions, DemoResult, demo_manifest, run_demo_job
+from local_mode.cli import main, render_summary
+from local_mode.demo import DATASET_NAME, DemoOptions, DemoResult, demo_manifest, run_demo_job
+from local_mode.job_state_events import training_job_state_change_event
+from local_mode.local_clients import local_client
 from local_mode.pipeline import LocalPipeline
 from local_mode.s3_transfer import list_keys, split_s3_uri
+from local_mode.trigger_invocation import invoke_trigger
+from stacks.config import RegistrationThreshold
+from stacks.model_registration import registrar_environment
 
 pytestmark = pytest.mark.slow
 
@@ -166,3 +172,70 @@ def test_a_failing_training_script_fails_the_job_and_the_demo_exits_non_zero(tmp
     assert exit_code != 0
     assert "status:    Failed" in summary
     assert "reason:    AlgorithmError" in summary and "rank.train" in summary
+
+
+def test_a_completed_job_leaves_a_registered_package_whose_metrics_match_metrics_json(completed_job, demo_pipeline):
+    # Given the completed demo job, whose state change event reached the registrar (run_demo_job)
+    assert completed_job.model_package_arn, completed_job.not_registered_reason
+    # When its model package is read back from the registry
+    package = demo_pipeline.sagemaker.describe_model_package(ModelPackageName=completed_job.model_package_arn)
+    # Then it is a version of the dataset's group, pending approval, with the job's image and artifact
+    assert package["ModelPackageGroupName"] == f"{demo_pipeline.static_settings['job_name_prefix']}-{DATASET_NAME}"
+    assert package["ModelApprovalStatus"] == "PendingManualApproval"
+    container, = package["InferenceSpecification"]["Containers"]
+    assert container["Image"] == demo_pipeline.environment["TRAINING_IMAGE_URI"]
+    assert container["ModelDataUrl"] == completed_job.model_artifact
+    # And its model quality metrics are the ones the artifact's metrics.json holds (logs carry 6 significant digits)
+    bucket, key = split_s3_uri(package["ModelMetrics"]["ModelQuality"]["Statistics"]["S3Uri"])
+    report = json.loads(demo_pipeline.s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    registered = {name: entry["value"] for name, entry in report["ranking_metrics"].items()}
+    written = json.loads((completed_job.model_dir / "metrics.json").read_text())
+    assert sorted(registered) == sorted(written)
+    assert registered == {name: pytest.approx(value, rel=1e-5) for name, value in written.items()}
+
+
+def test_a_model_below_the_threshold_is_not_registered_and_the_notification_says_why(completed_job, demo_pipeline):
+    # Given a threshold just above the completed job's validation NDCG@10, as registration_threshold sets it
+    written = json.loads((completed_job.model_dir / "metrics.json").read_text())
+    threshold = RegistrationThreshold(metric="val_ndcg@10", minimum=round(written["val_ndcg@10"] + 0.001, 4))
+    deployed = demo_pipeline.registrar.environment
+    environment = {**deployed, **registrar_environment(
+        project_prefix=deployed["PROJECT_PREFIX"], quality_metrics=tuple(deployed["MODEL_QUALITY_METRICS"].split(",")),
+        threshold=threshold, notification_topic_arn=deployed["NOTIFICATION_TOPIC_ARN"])}
+    # And a queue subscribed to the notification topic, as an e-mail address would be
+    sqs = local_client("sqs", demo_pipeline.moto_url)
+    queue_url = sqs.create_queue(QueueName="registrar-notifications")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    local_client("sns", demo_pipeline.moto_url).subscribe(TopicArn=environment["NOTIFICATION_TOPIC_ARN"],
+                                                          Protocol="sqs", Endpoint=queue_arn)
+    group = f"{environment['PROJECT_PREFIX']}-{DATASET_NAME}"
+    versions_before = demo_pipeline.sagemaker.list_model_packages(ModelPackageGroupName=group)
+    # When the job's Completed event reaches the registrar running with that threshold
+    description = demo_pipeline.sagemaker.describe_training_job(TrainingJobName=completed_job.job_name)
+    tags = demo_pipeline.sagemaker.list_tags(ResourceArn=description["TrainingJobArn"])["Tags"]
+    result = invoke_trigger(training_job_state_change_event(description, tags, account=demo_pipeline.account),
+                            account=demo_pipeline.account, function_environment=environment,
+                            s3_url=demo_pipeline.moto_url, sns_url=demo_pipeline.moto_url,
+                            sagemaker_url=demo_pipeline.sagemaker.meta.endpoint_url,
+                            code_dir=demo_pipeline.registrar.code_dir, handler=demo_pipeline.registrar.handler,
+                            function_name="model-registration")
+    # Then no version is added to the group, and the notification names the metric, its value and the minimum
+    assert result["status"] == "refused"
+    versions_after = demo_pipeline.sagemaker.list_model_packages(ModelPackageGroupName=group)
+    assert len(versions_after["ModelPackageSummaryList"]) == len(versions_before["ModelPackageSummaryList"])
+    envelope = json.loads(sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=5)["Messages"][0]["Body"])
+    assert envelope["Subject"] == f"Model not registered: {completed_job.job_name}"
+    reason = json.loads(envelope["Message"])["reason"]
+    assert f"val_ndcg@10={written['val_ndcg@10']:.4f} is below the registration threshold {threshold.minimum}" in reason
+
+
+def test_the_summary_says_where_the_model_is_and_which_split_its_ndcg_is_from(completed_job):
+    # Given the completed demo job (train channel only: the script holds out validation queries)
+    summary = render_summary(completed_job)
+    # Then the summary names the kept model folder, the package and the split, not an S3 URI that dies with the demo
+    shown = summary.split("model:     ", 1)[1].split("/ (model.tar.gz unpacked)", 1)[0]
+    assert Path(shown).resolve() == completed_job.model_dir.resolve()
+    assert (completed_job.model_dir / "model_config.json").is_file()
+    assert f"package:   {completed_job.model_package_arn}" in summary
+    assert "(validation queries)" in summary and completed_job.ndcg_split == "validation"
+    assert "s3://" not in summary

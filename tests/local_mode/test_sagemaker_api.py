@@ -108,6 +108,37 @@ def test_invalid_requests_are_validation_exceptions(sagemaker, local_sagemaker, 
     assert sagemaker.list_training_jobs()["TrainingJobSummaries"] == []
 
 
+def test_a_jobs_tags_are_the_ones_it_was_created_with(sagemaker, training_request, wait_for_end):
+    # Given a job created with tags (DescribeTrainingJob leaves them out)
+    request = training_request("api-tags", "write_model.py")
+    request["Tags"] = [{"Key": "dataset", "Value": "web search"}, {"Key": "dataset-version", "Value": "v1"}]
+    arn = sagemaker.create_training_job(**request)["TrainingJobArn"]
+    wait_for_end("api-tags")
+    # When ListTags asks for them by the job's ARN Then they come back as created
+    assert sagemaker.list_tags(ResourceArn=arn)["Tags"] == request["Tags"]
+    with pytest.raises(ClientError) as raised:
+        sagemaker.list_tags(ResourceArn=arn + "-unknown")
+    assert raised.value.response["Error"]["Code"] == "ValidationException"
+
+
+def test_model_registry_calls_are_answered_by_moto_after_the_services_checks(sagemaker, local_sagemaker):
+    # Given a package group created through the local endpoint
+    sagemaker.create_model_package_group(ModelPackageGroupName="api-registry")
+    arn = sagemaker.create_model_package(
+        ModelPackageGroupName="api-registry", ModelApprovalStatus="PendingManualApproval",
+        InferenceSpecification={"Containers": [{"Image": "example.com/image:1", "ModelDataUrl": "s3://b/m.tar.gz"}]},
+    )["ModelPackageArn"]
+    # Then moto holds the version, and reads it back
+    assert sagemaker.describe_model_package(ModelPackageName=arn)["ModelApprovalStatus"] == "PendingManualApproval"
+    # And a name the service's model forbids is refused before moto, which would take it, sees it
+    unchecked = boto3.client("sagemaker", endpoint_url=local_sagemaker.url, region_name=LOCAL_REGION,
+                             config=Config(parameter_validation=False), **DUMMY_CREDENTIALS)
+    with pytest.raises(ClientError) as raised:
+        unchecked.create_model_package_group(ModelPackageGroupName="web search")
+    assert raised.value.response["Error"]["Code"] == "ValidationException"
+    assert "ModelPackageGroupName" in raised.value.response["Error"]["Message"]
+
+
 def test_an_unknown_job_is_not_found(sagemaker):
     with pytest.raises(ClientError) as raised:
         sagemaker.describe_training_job(TrainingJobName="no-such-job")

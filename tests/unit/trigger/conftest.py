@@ -20,14 +20,6 @@ from training_trigger.settings import Settings  # noqa: E402
 from trigger.sample_inputs import stack_settings  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def offline_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fake credentials, so a call that escaped its Stubber fails to sign for nothing real."""
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-
-
 @pytest.fixture
 def settings() -> Settings:
     return stack_settings()

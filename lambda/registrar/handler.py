@@ -1,0 +1,10 @@
+"""Registrar Lambda: a project training job reached Completed; its model goes into the Model Registry."""
+
+from model_registration.observability import logger, metrics
+from model_registration.service import handle_event
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def lambda_handler(event: dict, context: object) -> dict:
+    return handle_event(event)

@@ -1,0 +1,131 @@
+"""From a completed training job to the Model Registry requests that register its model. Pure: no AWS calls.
+
+The job's dataset comes from the provenance tags the trigger puts on every job it starts from a dataset; its
+metrics from DescribeTrainingJob's FinalMetricDataList (the last value each MetricDefinitions regex captured, which
+is the final evaluation line the training scripts print, the numbers metrics.json also holds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from model_registration.settings import Settings, Threshold
+
+# The trigger's provenance tag keys (training_trigger.overrides.TRIGGER_TAG_KEYS; a unit test holds them equal).
+DATASET_TAG, DATASET_VERSION_TAG = "dataset", "dataset-version"
+APPROVAL_STATUS = "PendingManualApproval"
+ARTIFACT_NAME = "model.tar.gz"
+# Written beside the job's model.tar.gz: ModelMetrics points at documents in S3, never at inline values.
+QUALITY_REPORT_NAME = "model_quality.json"
+QUALITY_REPORT_KEY = "ranking_metrics"
+GROUP_NAME_LENGTH = 63
+CLIENT_TOKEN_LENGTH = 32  # CreateModelPackage allows 36
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What to send: the group (created on first use), the quality report to store, the package to create."""
+
+    job_name: str
+    group_name: str
+    group_description: str
+    metrics: dict[str, float]
+    quality_report_uri: str
+    quality_report: dict[str, Any]
+    package_request: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A completed job whose model is not registered, and why (the notification says it)."""
+
+    job_name: str
+    reason: str
+
+
+def plan_registration(description: Mapping[str, Any], tags: Mapping[str, str],
+                      settings: Settings) -> Registration | Refusal:
+    job_name = description["TrainingJobName"]
+    dataset = tags.get(DATASET_TAG)
+    if not dataset:
+        return Refusal(job_name, f"the job has no {DATASET_TAG!r} tag (it was started with explicit channels, not "
+                                 f"from a dataset), so it belongs to no model package group; register it by hand")
+    artifact = description.get("ModelArtifacts", {}).get("S3ModelArtifacts", "")
+    if not artifact.endswith(f"/{ARTIFACT_NAME}"):
+        return Refusal(job_name, f"ModelArtifacts.S3ModelArtifacts={artifact!r} is not a {ARTIFACT_NAME}: the job "
+                                 f"left no model to register")
+    metrics = quality_metrics(description, settings.quality_metrics)
+    if settings.threshold:
+        below = threshold_failure(metrics, settings.threshold)
+        if below:
+            return Refusal(job_name, below)
+    version = tags.get(DATASET_VERSION_TAG, "")
+    group_name = model_package_group_name(settings.project_prefix, dataset)
+    report_uri = artifact.removesuffix(ARTIFACT_NAME) + QUALITY_REPORT_NAME
+    return Registration(
+        job_name=job_name,
+        group_name=group_name,
+        group_description=f"Ranking models trained on dataset {dataset!r} by {settings.project_prefix} jobs",
+        metrics=metrics,
+        quality_report_uri=report_uri,
+        quality_report=quality_report(metrics),
+        package_request=model_package_request(description, group_name=group_name, report_uri=report_uri,
+                                              dataset=dataset, version=version),
+    )
+
+
+def quality_metrics(description: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, float]:
+    """The job's final value of each metric in `names` that it reported."""
+    final = {metric["MetricName"]: float(metric["Value"]) for metric in description.get("FinalMetricDataList", [])}
+    return {name: final[name] for name in names if name in final}
+
+
+def threshold_failure(metrics: Mapping[str, float], threshold: Threshold) -> str | None:
+    """Why the model misses the threshold, or None when it meets it."""
+    value = metrics.get(threshold.metric)
+    if value is None:
+        return (f"the job reported no {threshold.metric} (its quality metrics: {sorted(metrics)}), so the "
+                f"registration threshold {threshold.metric} >= {threshold.minimum} cannot be checked")
+    if math.isnan(value) or value < threshold.minimum:
+        return (f"{threshold.metric}={value:.4f} is below the registration threshold {threshold.minimum} "
+                f"(registration_threshold in the stack's configuration)")
+    return None
+
+
+def model_package_group_name(project_prefix: str, dataset: str) -> str:
+    """`<prefix>-<dataset>`, the dataset's runs of other characters as one hyphen: the name SageMaker allows."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", dataset).strip("-")
+    return f"{project_prefix}-{slug}"[:GROUP_NAME_LENGTH].rstrip("-")
+
+
+def quality_report(metrics: Mapping[str, float]) -> dict[str, Any]:
+    """The ModelQuality statistics document, one `{"value": ...}` per metric as Model Monitor's reports hold them."""
+    return {QUALITY_REPORT_KEY: {name: {"value": value} for name, value in metrics.items()}}
+
+
+def model_package_request(description: Mapping[str, Any], *, group_name: str, report_uri: str, dataset: str,
+                          version: str) -> dict[str, Any]:
+    """The keyword arguments of `sagemaker.create_model_package(**request)`: a version of `group_name`."""
+    job_name, job_arn = description["TrainingJobName"], description["TrainingJobArn"]
+    provenance = {"training-job": job_name, DATASET_TAG: dataset}
+    if version:
+        provenance[DATASET_VERSION_TAG] = version
+    return {
+        "ModelPackageGroupName": group_name,
+        "ModelPackageDescription": f"Trained by {job_name} on {dataset} {version}".strip()[:1024],
+        "InferenceSpecification": {"Containers": [{
+            "Image": description["AlgorithmSpecification"]["TrainingImage"],
+            "ModelDataUrl": description["ModelArtifacts"]["S3ModelArtifacts"],
+        }]},
+        "ModelMetrics": {"ModelQuality": {"Statistics": {"ContentType": "application/json", "S3Uri": report_uri}}},
+        "MetadataProperties": {"GeneratedBy": job_arn},
+        "CustomerMetadataProperties": provenance,
+        "ModelApprovalStatus": APPROVAL_STATUS,
+        # The same job always sends the same token: a second delivery of its event creates no second version.
+        "ClientToken": hashlib.sha256(job_arn.encode()).hexdigest()[:CLIENT_TOKEN_LENGTH],
+    }

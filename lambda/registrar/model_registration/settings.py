@@ -1,0 +1,71 @@
+"""The environment the stack sets (stacks/model_registration.py), read once into a frozen, validated `Settings`."""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+class SettingsError(ValueError):
+    def __init__(self, errors: list[str]):
+        super().__init__("invalid registrar environment: " + "; ".join(errors))
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A model whose `metric` is below `minimum` (or missing) is not registered."""
+
+    metric: str
+    minimum: float
+
+
+@dataclass(frozen=True)
+class Settings:
+    project_prefix: str  # training jobs `<prefix>-*` are the project's; package groups are `<prefix>-<dataset>`
+    quality_metrics: tuple[str, ...]  # the final metrics that describe the model (not epoch, step, throughput)
+    threshold: Threshold | None
+    notification_topic_arn: str
+
+
+def settings_from_environ(environ: Mapping[str, str]) -> Settings:
+    errors = []
+
+    def required(name: str) -> str:
+        value = environ.get(name, "")
+        if not value:
+            errors.append(f"{name} is missing: set it in the stack's Lambda environment")
+        return value
+
+    quality_metrics = tuple(name for name in required("MODEL_QUALITY_METRICS").split(",") if name)
+    threshold_metric = environ.get("THRESHOLD_METRIC", "")
+    threshold_minimum = environ.get("THRESHOLD_MINIMUM", "")
+    threshold = None
+    if bool(threshold_metric) != bool(threshold_minimum):
+        errors.append(f"THRESHOLD_METRIC={threshold_metric!r} and THRESHOLD_MINIMUM={threshold_minimum!r}: set both "
+                      "(a threshold) or neither (no threshold)")
+    elif threshold_metric:
+        try:
+            minimum = float(threshold_minimum)
+        except ValueError:
+            minimum = math.nan
+        if not math.isfinite(minimum):
+            errors.append(f"THRESHOLD_MINIMUM={threshold_minimum!r} is not a finite number: set e.g. 0.75")
+        if threshold_metric not in quality_metrics:
+            errors.append(f"THRESHOLD_METRIC={threshold_metric!r} is not one of MODEL_QUALITY_METRICS "
+                          f"{list(quality_metrics)}: name one of them")
+        threshold = Threshold(threshold_metric, minimum)
+    settings = Settings(project_prefix=required("PROJECT_PREFIX"), quality_metrics=quality_metrics,
+                        threshold=threshold, notification_topic_arn=required("NOTIFICATION_TOPIC_ARN"))
+    if errors:
+        raise SettingsError(errors)
+    return settings
+
+
+@functools.cache
+def load_settings() -> Settings:
+    """The running function's settings, read once per execution environment."""
+    return settings_from_environ(os.environ)
