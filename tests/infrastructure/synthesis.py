@@ -13,6 +13,8 @@ from stacks.config import PipelineConfig, build_config
 from stacks.pipeline_app import build_app, stack_names
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# A small training folder that is not the project's: its own script and package, its own requirements.
+FOREIGN_CODE = PROJECT_ROOT / "tests" / "fixtures" / "foreign_training_code"
 CDK_CONTEXT: dict[str, Any] = json.loads((PROJECT_ROOT / "cdk.json").read_text())["context"]
 
 

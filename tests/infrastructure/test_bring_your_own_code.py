@@ -17,10 +17,9 @@ import pytest
 
 from stacks.config import ConfigError
 
-from .synthesis import PROJECT_ROOT, SynthesizedApp, config_for, synthesize, synthesized_static_settings, \
+from .synthesis import FOREIGN_CODE, PROJECT_ROOT, SynthesizedApp, config_for, synthesize, synthesized_static_settings, \
     trigger_function
 
-FOREIGN_CODE = PROJECT_ROOT / "tests" / "fixtures" / "foreign_training_code"
 FOREIGN_LIBRARY = PROJECT_ROOT / "tests" / "fixtures" / "foreign_library" / "metrics_lib"
 FOREIGN_METRICS = [{"Name": "loss", "Regex": r"loss: ([0-9.]+)"}]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import lightning as L
 import pytest
+import torch
 from lightning.pytorch.demos.boring_classes import BoringModel
 from sagemaker_distributed import detect_topology
 from sagemaker_distributed.lightning import SageMakerDDPStrategy, SageMakerEnvironment, strategy
@@ -62,5 +63,9 @@ def test_the_strategy_trains_any_module_in_one_process_too():
               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "0"}
     trainer = trainer_with(SageMakerDDPStrategy(detect_topology(single)))
     trainer.limit_train_batches = 2
-    trainer.fit(BoringModel())
+    try:
+        trainer.fit(BoringModel())
+    finally:
+        # Lightning leaves the process group it made for later fits in this process: the next test makes its own.
+        torch.distributed.destroy_process_group()
     assert trainer.global_step == 2

@@ -40,7 +40,10 @@ def settings_from_environ(environ: Mapping[str, str]) -> Settings:
             errors.append(f"{name} is missing: set it in the stack's Lambda environment")
         return value
 
-    quality_metrics = tuple(name for name in required("MODEL_QUALITY_METRICS").split(",") if name)
+    # Present but possibly empty: a script of the user's own may report no metric about the model itself.
+    if "MODEL_QUALITY_METRICS" not in environ:
+        errors.append("MODEL_QUALITY_METRICS is missing: set it in the stack's Lambda environment")
+    quality_metrics = tuple(name for name in environ.get("MODEL_QUALITY_METRICS", "").split(",") if name)
     threshold_metric = environ.get("THRESHOLD_METRIC", "")
     threshold_minimum = environ.get("THRESHOLD_MINIMUM", "")
     threshold = None

@@ -29,3 +29,13 @@ def test_bad_values_are_refused_with_the_variable_and_the_fix(environ, message):
     with pytest.raises(SettingsError) as raised:
         settings_from_environ(stack_environ(**environ))
     assert message in str(raised.value)
+
+
+def test_a_script_that_reports_no_model_metric_still_has_its_models_registered():
+    # Given a stack whose metric definitions are run counters only (a script of the user's own) / Then the list is
+    # empty, not missing
+    assert settings_from_environ(stack_environ(MODEL_QUALITY_METRICS="")).quality_metrics == ()
+    environ = stack_environ()
+    del environ["MODEL_QUALITY_METRICS"]
+    with pytest.raises(SettingsError, match="MODEL_QUALITY_METRICS is missing"):
+        settings_from_environ(environ)
