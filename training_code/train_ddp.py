@@ -30,7 +30,7 @@ def train(session: Session) -> None:
     config, topology, device = session.config.train, session.topology, session.device
     batches = session.training_batches()
     total_steps = session.total_steps(batches.steps_per_epoch)
-    model = engine.build_model(session.model_config, device)
+    model = session.build_model()
     resumed = checkpoint.restore_training_state(session.config.paths.checkpoint_dir, model, topology.rank,
                                                 topology.world_size)
     parts = engine.build_training(model, device, topology.world_size, config, total_steps)

@@ -36,6 +36,11 @@ class ModelConfig:
     """Dropout after each hidden layer (0.3 beat 0.1 on every held-out split of the LETOR sample tried)."""
     norm: str = "layer"
     """Normalisation after each hidden layer: `layer` or `none` (batch norm would mix padded slots into its stats)."""
+    encoding: str = "piecewise"
+    """Input encoding fitted on the training channel and kept in the model: `piecewise` (each feature as `bins`
+    piecewise-linear values between its own training quantiles, ranker.model.encoding) or `none` (the raw values)."""
+    bins: int = 16
+    """Bins per feature of the piecewise-linear encoding (fewer where a feature has fewer distinct values)."""
     output_bias: bool = True
     """Bias on the scoring layer. The listwise loss is blind to a constant added to every score, so its gradient
     there is pure rounding noise that Adam would amplify; runs with that loss turn it off."""
@@ -94,8 +99,12 @@ class TrainConfig:
     """AdamW's decoupled weight decay."""
     warmup_fraction: float = 0.05
     """Share of all steps spent warming the learning rate up linearly."""
-    loss: str = "listwise"
-    """`listwise` (softmax cross-entropy per query, ListNet top-1) or `pointwise` (MSE on the labels)."""
+    loss: str = "graded_listwise"
+    """`graded_listwise` (softmax cross-entropy per query against targets proportional to NDCG's gains
+    2^label - 1), `listwise` (against softmax(label), ListNet top-1) or `pointwise` (MSE on the labels)."""
+    early_stopping: int = 0
+    """Stop after this many validations in a row (one per epoch) without a better validation NDCG@10; 0 trains
+    every epoch. Either way the exported weights are those with the best validation NDCG@10."""
     seed: int = 0
     """Seeds weights, dropout, the validation split and the batch order."""
     backend: str = "auto"
@@ -139,7 +148,8 @@ class RunConfig:
     paths: PathsConfig = field(default_factory=PathsConfig)
 
 
-_CHOICES = {"norm": ("layer", "none"), "loss": ("listwise", "pointwise"), "backend": ("auto", "smddp", "nccl", "gloo")}
+_CHOICES = {"norm": ("layer", "none"), "encoding": ("piecewise", "none"),
+            "loss": ("graded_listwise", "listwise", "pointwise"), "backend": ("auto", "smddp", "nccl", "gloo")}
 
 
 def parse_bool(text: str) -> bool:
@@ -237,6 +247,9 @@ def validate(config: RunConfig) -> None:
     checks = [
         ("batch_size", config.train.batch_size, config.train.batch_size >= 1, "use at least 1 query per batch"),
         ("num_layers", config.model.num_layers, config.model.num_layers >= 1, "use at least 1 dense layer"),
+        ("bins", config.model.bins, config.model.bins >= 1, "use at least 1 bin per feature"),
+        ("early_stopping", config.train.early_stopping, config.train.early_stopping >= 0,
+         "use 0 (off) or a number of validations"),
         ("loader_threads", config.data.loader_threads, config.data.loader_threads >= 1, "use at least 1 thread"),
         ("validation_fraction", config.data.validation_fraction, 0 < config.data.validation_fraction < 1,
          "use a fraction strictly between 0 and 1"),
