@@ -136,11 +136,15 @@ def plain_events(lines: list[tuple[float, str]]) -> tuple[dict[str, float], floa
     return {**events, "exit": lines[-1][0]}, ndcg
 
 
-def run_project(entry_point: str, gpus: int, train: Path, test: Path, epochs: int, work: Path, env: dict) -> Run:
-    name = next(label for label, script in ENTRY_POINTS.items() if script == entry_point)
+def run_project(entry_point: str, gpus: int, train: Path, test: Path, epochs: int | None, work: Path, env: dict,
+                flags: Sequence[str] = (), name: str | None = None) -> Run:
+    """`entry_point` launched as a user launches it on `gpus` processes: `--epochs` unless None (the shipped
+    default), then `flags`; the run's files go to a folder named after `name` (default: the entry point's)."""
+    name = name or next(label for label, script in ENTRY_POINTS.items() if script == entry_point)
     out = work / f"{name}-{gpus}"
-    arguments = ["--train", str(train), "--test", str(test), "--epochs", str(epochs), "--model-dir", str(out / "model"),
-                 "--output-data-dir", str(out / "output"), "--checkpoint-dir", str(out / "checkpoints")]
+    arguments = ["--train", str(train), "--test", str(test), *(["--epochs", str(epochs)] if epochs is not None else []),
+                 *flags, "--model-dir", str(out / "model"), "--output-data-dir", str(out / "output"),
+                 "--checkpoint-dir", str(out / "checkpoints")]
     # A cache of its own: each run parses the text as a job with a fresh host would (ranker.data.host_cache).
     env = {**env, host_cache.CACHE_DIR_VARIABLE: str(out / "host-cache")}
     lines = run_timed(launch_command(TRAINING_CODE / entry_point, gpus, arguments), TRAINING_CODE, env,
