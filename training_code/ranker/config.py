@@ -28,8 +28,9 @@ class ConfigError(ValueError):
 class ModelConfig:
     num_features: int = 0
     """Input width; 0 means "take it from the training data"."""
-    width: int = 256
-    """Units in each hidden dense layer."""
+    width: int = 128
+    """Units in each hidden dense layer (wider layers added little NDCG on docs/benchmarks.md's ranking-quality
+    data, and cost steps)."""
     num_layers: int = 7
     """Dense layers in total, the scoring output layer included."""
     dropout: float = 0.3
@@ -39,8 +40,9 @@ class ModelConfig:
     encoding: str = "piecewise"
     """Input encoding fitted on the training channel and kept in the model: `piecewise` (each feature as `bins`
     piecewise-linear values between its own training quantiles, ranker.model.encoding) or `none` (the raw values)."""
-    bins: int = 16
-    """Bins per feature of the piecewise-linear encoding (fewer where a feature has fewer distinct values)."""
+    bins: int = 8
+    """Bins per feature of the piecewise-linear encoding (fewer where a feature has fewer distinct values); the first
+    dense layer takes `num_features * bins` inputs."""
     output_bias: bool = True
     """Bias on the scoring layer. The listwise loss is blind to a constant added to every score, so its gradient
     there is pure rounding noise that Adam would amplify; runs with that loss turn it off."""
@@ -87,13 +89,13 @@ class PathSwitches:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    epochs: int = 40
+    epochs: int = 20
     """Passes over the training queries (ignored when `max_steps` is set)."""
     max_steps: int = 0
     """Optimizer steps in total; 0 means `epochs` full passes."""
-    batch_size: int = 16
+    batch_size: int = 32
     """Queries per batch on each process (a query's documents always stay together)."""
-    learning_rate: float = 1e-3
+    learning_rate: float = 2e-3
     """Peak AdamW learning rate, reached after warm-up, then cosine decay to zero."""
     weight_decay: float = 0.01
     """AdamW's decoupled weight decay."""
