@@ -29,8 +29,7 @@ class ModelConfig:
     num_features: int = 0
     """Input width; 0 means "take it from the training data"."""
     width: int = 128
-    """Units in each hidden dense layer (wider layers added little NDCG on docs/benchmarks.md's ranking-quality
-    data, and cost steps)."""
+    """Units in each hidden dense layer."""
     num_layers: int = 7
     """Dense layers in total, the scoring output layer included."""
     dropout: float = 0.3

@@ -139,14 +139,21 @@ def _row_prefixes(labels: np.ndarray, query_ids: np.ndarray | None) -> tuple[np.
     return np.concatenate(columns, axis=1).astype(np.uint8), np.concatenate(kept, axis=1)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output", type=Path, required=True, help="folder to write rank.train (+ .query) into")
+def generator_parser(description: str, docs_per_query: int) -> argparse.ArgumentParser:
+    """The flags every synthetic-data command takes: where, how many queries of how many documents and features,
+    which seed."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", type=Path, required=True, help="folder to write the files into")
     parser.add_argument("--queries", type=int, required=True, help="number of queries")
-    parser.add_argument("--docs-per-query", type=int, default=32, help="documents per query")
+    parser.add_argument("--docs-per-query", type=int, default=docs_per_query, help="documents per query")
     parser.add_argument("--features", type=int, default=136, help="features per document (MSLR-WEB uses 136)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed for the documents and label noise (the relevance function is fixed)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = generator_parser(__doc__, docs_per_query=32)
     parser.add_argument("--qid", action="store_true", help="write a qid: column instead of a .query group file")
     parser.add_argument("--varied-sizes", action="store_true",
                         help="draw query sizes from [docs/2, 3*docs/2] instead of all equal (MSLR-WEB's vary)")

@@ -13,15 +13,13 @@ Query sizes are lognormal around `docs_per_query`, from an eighth of it to twice
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from ranker.data.ranking_data import RankingData
-from ranker.data.synthetic import write_letor
+from ranker.data.synthetic import generator_parser, write_letor
 
 # The ranking problem (feature distributions, rules, grade levels) depends on the feature count only, so files
 # written with different seeds (training and test channels) are samples of one problem.
@@ -130,13 +128,7 @@ def generate(num_queries: int, docs_per_query: int = 120, num_features: int = 13
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output", type=Path, required=True, help="folder to write the file into")
-    parser.add_argument("--queries", type=int, required=True, help="number of queries")
-    parser.add_argument("--docs-per-query", type=int, default=120, help="typical documents per query")
-    parser.add_argument("--features", type=int, default=136, help="features per document (MSLR-WEB uses 136)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for queries, documents and noise (the problem is "
-                                                            "fixed)")
+    parser = generator_parser(__doc__, docs_per_query=120)
     parser.add_argument("--name", default="rank.train", help="file name (rank.test for a test channel)")
     args = parser.parse_args(argv)
     path = write_letor(generate(args.queries, args.docs_per_query, args.features, args.seed), args.output,
