@@ -97,7 +97,7 @@ def run_dataset(dataset: str, train: Path, test: Path, args: argparse.Namespace,
         results.append((run, f"exports {exported_step(work / f'{dataset}-{name}-{args.gpus}')}"))
     if "lightgbm" in args.runs:
         print(f"[{dataset}] running LightGBM ...", flush=True)
-        run = run_lightgbm(train, test, args.lightgbm_rounds, work)
+        run = run_lightgbm(train, test, args.lightgbm_rounds, work, args.threads)
         results.append((run, run.note))
     return results
 
@@ -119,7 +119,8 @@ def render(tables: dict[str, list[tuple[Run, str]]], descriptions: dict[str, str
     return (f"{provenance(machine=machine)}\n{data_lines}\n"
             f"- Trainers: one process per {'GPU' if args.device == 'cuda' else 'CPU'} x {args.gpus}, their shipped "
             "defaults and `--test FILE`; a fifth of the training queries held out for validation, which picks the "
-            "exported weights. LightGBM: all training queries, the usual MSLR settings, every core\n\n"
+            "exported weights. LightGBM: all training queries, the usual MSLR settings. CPU threads per run: "
+            f"{args.threads or 'every core'}\n\n"
             f"{markdown_table(headers, rows)}\n")
 
 
@@ -141,6 +142,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--runs", default="native,lightning,previous,lightgbm", help="comma-separated, see above")
     parser.add_argument("--gpus", type=int, default=1, help="processes per trainer (one per GPU)")
     parser.add_argument("--lightgbm-rounds", type=int, default=500)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads for every run alike (trainers' OMP_NUM_THREADS, LightGBM's num_threads); "
+                             "default: every core. On a machine shared with other work, 1 avoids threads spinning "
+                             "against each other")
     parser.add_argument("--letor-sample", type=Path, default=LETOR_SAMPLE, help="folder holding the sample's rank.train")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--work", type=Path, default=None, help="folder for the data, logs and models (default: temp)")
@@ -152,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     env = {**os.environ, **SAFE_NCCL_ENV, "PYTHONUNBUFFERED": "1"}
     if args.device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
+    if args.threads:
+        env["OMP_NUM_THREADS"] = str(args.threads)
 
     tables, descriptions = {}, {}
     with tempfile.TemporaryDirectory(prefix="ranking-quality-") as temporary:

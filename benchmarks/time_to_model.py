@@ -161,8 +161,10 @@ def run_plain(gpus: int, train: Path, test: Path, epochs: int, work: Path, env: 
     return Run("plain PyTorch", gpus, events, ndcg)
 
 
-def run_lightgbm(train: Path, test: Path, rounds: int, work: Path) -> Run:
-    """LightGBM as an engineer runs it: scikit-learn's loader, then lambdarank on every core, then its model file."""
+def run_lightgbm(train: Path, test: Path, rounds: int, work: Path, threads: int | None = None) -> Run:
+    """LightGBM as an engineer runs it: scikit-learn's loader, then lambdarank on every core (or `threads`), then
+    its model file."""
+    threads = threads or available_cores()
     try:
         import lightgbm  # a benchmark-only peer, carried to the GPU host as a wheel: see the module doc
     except ImportError:
@@ -177,16 +179,16 @@ def run_lightgbm(train: Path, test: Path, rounds: int, work: Path) -> Run:
     events["ingest end"] = time.perf_counter() - started
     dataset = lightgbm.Dataset(train_x, train_y, group=np.diff(_query_bounds(train_q)))
     events["training start"] = time.perf_counter() - started
-    booster = lightgbm.train({**LIGHTGBM_PARAMS, "num_threads": available_cores()}, dataset, num_boost_round=rounds)
+    booster = lightgbm.train({**LIGHTGBM_PARAMS, "num_threads": threads}, dataset, num_boost_round=rounds)
     events["training end"] = time.perf_counter() - started
-    scores = booster.predict(test_x, num_threads=available_cores())
+    scores = booster.predict(test_x, num_threads=threads)
     ndcg = held_out_ndcg_at_10(scores, test_y, _query_bounds(test_q))
     events["evaluation end"] = time.perf_counter() - started
     booster.save_model(str(work / "lightgbm.txt"))
     events["exit"] = time.perf_counter() - started
     return Run("LightGBM lambdarank", 0, events, ndcg,
                note=f"{rounds} rounds, {LIGHTGBM_PARAMS['num_leaves']} leaves, lr {LIGHTGBM_PARAMS['learning_rate']}, "
-                    f"{available_cores()} threads")
+                    f"{threads} threads")
 
 
 def _query_bounds(qids: np.ndarray) -> np.ndarray:
