@@ -124,12 +124,15 @@ def train(config: RunConfig) -> None:
     trainer.fit(torch.compile(module) if config.train.compile else module, datamodule=datamodule,
                 ckpt_path="last" if has_checkpoint(config.paths.checkpoint_dir) else None)
 
-    # validate() loads the best weights into the module: what test() scores and the artifacts hold.
+    # validate() loads the best weights into the module: what test() scores and the artifacts hold. A run stopped by
+    # --max-steps before its first epoch ended validated nothing yet: its last weights are all there is.
+    best_path = best.best_model_path or None
     final = {"train_loss": metric_lines.last_train_loss,
-             **trainer.validate(module, datamodule=datamodule, ckpt_path=best.best_model_path, verbose=False)[0]}
+             **trainer.validate(module, datamodule=datamodule, ckpt_path=best_path, verbose=False)[0]}
     if datamodule.has_test:
         final.update(trainer.test(module, datamodule=datamodule, verbose=False)[0])
-    exported = exported_from(best.best_model_path)
+    exported = exported_from(best_path) if best_path else {"exported_step": trainer.global_step,
+                                                           "exported_epoch": trainer.current_epoch}
     MetricLines.report(trainer, module, exported_weights_note(exported["exported_step"], exported["exported_epoch"]))
     MetricLines.report(trainer, module, format_metrics({"epoch": trainer.current_epoch, "step": trainer.global_step,
                                                         **final}))
