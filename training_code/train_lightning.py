@@ -10,7 +10,7 @@ Launch commands (all flags optional except the training channel outside SageMake
     mpirun -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=7777 python train_lightning.py --train ...
     # SageMaker (SDK v2)
     PyTorch(entry_point="train_lightning.py", source_dir="training_code", distribution={"torch_distributed":
-            {"enabled": True}}, hyperparameters={"epochs": 40, "batch-size": 16}, ...).fit({"train": "s3://..."})
+            {"enabled": True}}, hyperparameters={"epochs": 20, "batch-size": 32}, ...).fit({"train": "s3://..."})
 
 The pieces are Lightning's: a `RankingModule` (ranker.lightning.module), a `RankingDataModule`
 (ranker.lightning.datamodule), and a `Trainer` with DDP across the ranks the launcher started (`SageMakerEnvironment`;

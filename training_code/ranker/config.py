@@ -43,8 +43,8 @@ class ModelConfig:
     """Bins per feature of the piecewise-linear encoding (fewer where a feature has fewer distinct values); the first
     dense layer takes `num_features * bins` inputs."""
     output_bias: bool = True
-    """Bias on the scoring layer. The listwise loss is blind to a constant added to every score, so its gradient
-    there is pure rounding noise that Adam would amplify; runs with that loss turn it off."""
+    """Bias on the scoring layer. The listwise losses are blind to a constant added to every score, so its gradient
+    there is pure rounding noise that Adam would amplify; runs with those losses turn it off."""
 
 
 @dataclass(frozen=True)
