@@ -4,7 +4,7 @@
     python -m benchmarks.data_parallel_library --widths 16 --features 8 --batch-size 64 --warmup-steps 2 \\
         --steps-per-window 2 --windows 3                   # CPU smoke run: 2 gloo ranks, tiny model
 
-Every variant trains the same RankingMLP (engine.build_model, the same initial weights) on the same synthetic queries
+Every variant trains the same RankingMLP (Session.build_model, the same initial weights) on the same synthetic queries
 (benchmarks.project_trainers.benchmark_session) with the same step (forward under bf16 autocast, listwise loss,
 backward, AdamW, the run's warm-up and cosine schedule: benchmarks.native_harness.NativeHarness; ZeRO's functional AdamW keeps
 a fixed learning rate, see `zero_overlap`), and is timed by the same
@@ -81,7 +81,7 @@ def project_model(session: Session) -> nn.Module:
     """The benchmark's RankingMLP on this rank's device (autocast's Linear + ReLU under the step's bf16 autocast),
     with the same initial weights in every variant and on every rank."""
     torch.manual_seed(session.config.train.seed)
-    return engine.build_model(session.model_config, session.device)
+    return session.build_model()
 
 
 def adamw(parameters, session: Session, implementation: str) -> torch.optim.AdamW:

@@ -25,7 +25,7 @@ from ranker.config import DataConfig, ModelConfig, PathsConfig, RunConfig, Train
 from ranker.data.channels import RankingData
 from sagemaker_distributed import Topology
 from ranker.gpu.fast_paths import TrainingPath
-from ranker.model.losses import LOSSES
+from ranker.model.losses import LOSSES, SHIFT_INVARIANT_LOSSES
 from ranker.training.meter import TrainingMeter
 from ranker.training.session import Session
 from ranker.data.synthetic import generate
@@ -49,12 +49,12 @@ def session_over(training: RankingData, validation: RankingData, model: ModelCon
     """A session over the given queries, held on `device` padded to one document count as a run holds them."""
     engine.prepare_device(train, device)
     model = dataclasses.replace(model, num_features=training.num_features,
-                                output_bias=model.output_bias and train.loss != "listwise")
+                                output_bias=model.output_bias and train.loss not in SHIFT_INVARIANT_LOSSES)
     config = RunConfig(model=model, data=DataConfig(), train=train,
                        paths=PathsConfig(work_dir / "model", work_dir / "output", work_dir / "checkpoints"))
     max_docs = max(training.max_docs, validation.max_docs)
     return Session(config, model, topology, backend, device, DeviceQueries.from_data(training, device, max_docs),
-                   DeviceQueries.from_data(validation, device, max_docs), None)
+                   DeviceQueries.from_data(validation, device, max_docs), None, training.features)
 
 
 @dataclass
@@ -72,7 +72,7 @@ class NativeHarness:
     @classmethod
     def build(cls, session: Session, total_steps: int = 10_000) -> NativeHarness:
         config, device = session.config.train, session.device
-        parts = engine.build_training(engine.build_model(session.model_config, device), device,
+        parts = engine.build_training(session.build_model(), device,
                                       session.topology.world_size, config, total_steps)
         return cls(parts.trained, parts.optimizer, parts.scheduler, session.training_batches(), LOSSES[config.loss],
                    device, config, parts.path)

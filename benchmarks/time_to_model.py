@@ -137,11 +137,15 @@ def plain_events(lines: list[tuple[float, str]]) -> tuple[dict[str, float], floa
     return {**events, "exit": lines[-1][0]}, ndcg
 
 
-def run_project(entry_point: str, gpus: int, train: Path, test: Path, epochs: int, work: Path, env: dict) -> Run:
-    name = next(label for label, script in ENTRY_POINTS.items() if script == entry_point)
+def run_project(entry_point: str, gpus: int, train: Path, test: Path, epochs: int | None, work: Path, env: dict,
+                flags: Sequence[str] = (), name: str | None = None) -> Run:
+    """`entry_point` launched as a user launches it on `gpus` processes: `--epochs` unless None (the shipped
+    default), then `flags`; the run's files go to a folder named after `name` (default: the entry point's)."""
+    name = name or next(label for label, script in ENTRY_POINTS.items() if script == entry_point)
     out = work / f"{name}-{gpus}"
-    arguments = ["--train", str(train), "--test", str(test), "--epochs", str(epochs), "--model-dir", str(out / "model"),
-                 "--output-data-dir", str(out / "output"), "--checkpoint-dir", str(out / "checkpoints")]
+    arguments = ["--train", str(train), "--test", str(test), *(["--epochs", str(epochs)] if epochs is not None else []),
+                 *flags, "--model-dir", str(out / "model"), "--output-data-dir", str(out / "output"),
+                 "--checkpoint-dir", str(out / "checkpoints")]
     # A cache of its own: each run parses the text as a job with a fresh host would (ranker.data.host_cache).
     env = {**env, host_cache.CACHE_DIR_VARIABLE: str(out / "host-cache")}
     lines = run_timed(launch_command(TRAINING_CODE / entry_point, gpus, arguments), TRAINING_CODE, env,
@@ -158,8 +162,10 @@ def run_plain(gpus: int, train: Path, test: Path, epochs: int, work: Path, env: 
     return Run("plain PyTorch", gpus, events, ndcg)
 
 
-def run_lightgbm(train: Path, test: Path, rounds: int, work: Path) -> Run:
-    """LightGBM as an engineer runs it: scikit-learn's loader, then lambdarank on every core, then its model file."""
+def run_lightgbm(train: Path, test: Path, rounds: int, work: Path, threads: int | None = None) -> Run:
+    """LightGBM as an engineer runs it: scikit-learn's loader, then lambdarank on every core (or `threads`), then
+    its model file."""
+    threads = threads or available_cores()
     try:
         import lightgbm  # a benchmark-only peer, carried to the GPU host as a wheel: see the module doc
     except ImportError:
@@ -174,16 +180,16 @@ def run_lightgbm(train: Path, test: Path, rounds: int, work: Path) -> Run:
     events["ingest end"] = time.perf_counter() - started
     dataset = lightgbm.Dataset(train_x, train_y, group=np.diff(_query_bounds(train_q)))
     events["training start"] = time.perf_counter() - started
-    booster = lightgbm.train({**LIGHTGBM_PARAMS, "num_threads": available_cores()}, dataset, num_boost_round=rounds)
+    booster = lightgbm.train({**LIGHTGBM_PARAMS, "num_threads": threads}, dataset, num_boost_round=rounds)
     events["training end"] = time.perf_counter() - started
-    scores = booster.predict(test_x, num_threads=available_cores())
+    scores = booster.predict(test_x, num_threads=threads)
     ndcg = held_out_ndcg_at_10(scores, test_y, _query_bounds(test_q))
     events["evaluation end"] = time.perf_counter() - started
     booster.save_model(str(work / "lightgbm.txt"))
     events["exit"] = time.perf_counter() - started
     return Run("LightGBM lambdarank", 0, events, ndcg,
                note=f"{rounds} rounds, {LIGHTGBM_PARAMS['num_leaves']} leaves, lr {LIGHTGBM_PARAMS['learning_rate']}, "
-                    f"{available_cores()} threads")
+                    f"{threads} threads")
 
 
 def _query_bounds(qids: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ Launch commands (all flags optional except the training channel outside SageMake
     mpirun -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=7777 python train_ddp.py --train ...
     # SageMaker (SDK v2)
     PyTorch(entry_point="train_ddp.py", source_dir="training_code", distribution={"torch_distributed":
-            {"enabled": True}}, hyperparameters={"epochs": 40, "batch-size": 16}, ...).fit({"train": "s3://..."})
+            {"enabled": True}}, hyperparameters={"epochs": 20, "batch-size": 32}, ...).fit({"train": "s3://..."})
 
 Every flag is listed by `python train_ddp.py --help` and in docs/training.md.
 """
@@ -30,7 +30,7 @@ def train(session: Session) -> None:
     config, topology, device = session.config.train, session.topology, session.device
     batches = session.training_batches()
     total_steps = session.total_steps(batches.steps_per_epoch)
-    model = engine.build_model(session.model_config, device)
+    model = session.build_model()
     resumed = checkpoint.restore_training_state(session.config.paths.checkpoint_dir, model, topology.rank,
                                                 topology.world_size)
     parts = engine.build_training(model, device, topology.world_size, config, total_steps)

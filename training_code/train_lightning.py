@@ -10,12 +10,14 @@ Launch commands (all flags optional except the training channel outside SageMake
     mpirun -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=7777 python train_lightning.py --train ...
     # SageMaker (SDK v2)
     PyTorch(entry_point="train_lightning.py", source_dir="training_code", distribution={"torch_distributed":
-            {"enabled": True}}, hyperparameters={"epochs": 40, "batch-size": 16}, ...).fit({"train": "s3://..."})
+            {"enabled": True}}, hyperparameters={"epochs": 20, "batch-size": 32}, ...).fit({"train": "s3://..."})
 
 The pieces are Lightning's: a `RankingModule` (ranker.lightning.module), a `RankingDataModule`
 (ranker.lightning.datamodule), and a `Trainer` with DDP across the ranks the launcher started (`SageMakerEnvironment`;
 FusedDataParallel in place of DDP where the native trainer uses it, ranker.lightning.strategy), bf16-mixed precision
-on GPU, `ModelCheckpoint` into the checkpoint folder SageMaker syncs (a rerun resumes from `last`), CSV and
+on GPU, `ModelCheckpoint` into the checkpoint folder SageMaker syncs (a rerun resumes from `last`), a second
+`ModelCheckpoint(monitor="val_ndcg@10", mode="max")` whose best weights are exported (`EarlyStopping` on the same
+metric with `--early-stopping N`), CSV and
 TensorBoard loggers, and the callbacks of ranker.lightning.callbacks. Add a callback in `build_callbacks`, a logger in
 `build_loggers`. Every flag is listed by `python train_lightning.py --help` and in docs/training.md; docs/lightning.md
 describes checkpoints, resuming and SIGTERM.
@@ -32,7 +34,7 @@ from pathlib import Path
 import lightning as L
 import sagemaker_distributed as distributed
 import torch
-from lightning.pytorch.callbacks import Callback, ModelCheckpoint, TQDMProgressBar
+from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
 from lightning.pytorch.strategies import Strategy
 from ranker.config import ConfigError, RunConfig, parse_config
@@ -42,7 +44,9 @@ from ranker.lightning.module import RankingModule
 from ranker.lightning.strategy import FusedDataParallelStrategy
 from ranker.log_format import format_metrics
 from ranker.training.checkpoint import seed_everything
-from ranker.training.session import model_config_for, write_artifacts
+from ranker.training import engine
+from ranker.training.selection import SELECTION_METRIC, exported_weights_note
+from ranker.training.session import encoding_rows, model_config_for, write_artifacts
 from sagemaker_distributed import Topology
 from sagemaker_distributed.failure import failure_reported
 from sagemaker_distributed.lightning import SpotInterruptionCheckpoint
@@ -64,7 +68,14 @@ def build_loggers(config: RunConfig) -> list[Logger]:
     return loggers
 
 
-def build_callbacks(config: RunConfig, metric_lines: MetricLines) -> list[Callback]:
+def best_checkpoint(config: RunConfig) -> ModelCheckpoint:
+    """The weights with the best validation NDCG@10 so far, after each validation: what the run exports. In a
+    folder of its own, so that resuming finds `last.ckpt` only."""
+    return ModelCheckpoint(dirpath=Path(config.paths.checkpoint_dir) / "best", filename="best",
+                           monitor=SELECTION_METRIC, mode="max", save_top_k=1, save_on_train_epoch_end=False)
+
+
+def build_callbacks(config: RunConfig, metric_lines: MetricLines, best: ModelCheckpoint) -> list[Callback]:
     folder = config.paths.checkpoint_dir
     # save_top_k=0: one `last.ckpt`, rewritten every `checkpoint_every` steps (SageMaker uploads each write), and by
     # the SIGTERM checkpoint.
@@ -72,7 +83,11 @@ def build_callbacks(config: RunConfig, metric_lines: MetricLines) -> list[Callba
                                every_n_train_steps=config.train.checkpoint_every or None,
                                every_n_epochs=None if config.train.checkpoint_every else 0)
     last = Path(folder) / f"{ModelCheckpoint.CHECKPOINT_NAME_LAST}{ModelCheckpoint.FILE_EXTENSION}"
-    return [periodic, SpotInterruptionCheckpoint(last, config.train.log_every), RandomStatePerRank(), metric_lines]
+    callbacks = [periodic, best, SpotInterruptionCheckpoint(last, config.train.log_every), RandomStatePerRank(),
+                 metric_lines]
+    if config.train.early_stopping:
+        callbacks.append(EarlyStopping(monitor=SELECTION_METRIC, mode="max", patience=config.train.early_stopping))
+    return callbacks
 
 
 def build_trainer(config: RunConfig, topology: Topology, callbacks: list[Callback], loggers: list[Logger] | bool,
@@ -102,20 +117,35 @@ def train(config: RunConfig) -> None:
     seed_everything(config.train.seed, topology.rank)  # each rank its own dropout masks; DDP starts from rank 0's weights
     datamodule = RankingDataModule.from_config(config, topology.local_world_size)
     module = RankingModule(model_config_for(config, datamodule.num_features), config.train)
-    metric_lines = MetricLines(config.train.log_every)
-    trainer = build_trainer(config, topology, build_callbacks(config, metric_lines), build_loggers(config))
+    # A resumed run loads the fitted encoding with the rest of the weights.
+    engine.fit_encoding(module.model, encoding_rows(config, datamodule.train_data), config.train.seed)
+    metric_lines, best = MetricLines(config.train.log_every), best_checkpoint(config)
+    trainer = build_trainer(config, topology, build_callbacks(config, metric_lines, best), build_loggers(config))
     trainer.fit(torch.compile(module) if config.train.compile else module, datamodule=datamodule,
                 ckpt_path="last" if has_checkpoint(config.paths.checkpoint_dir) else None)
 
+    # validate() loads the best weights into the module: what test() scores and the artifacts hold. A run stopped by
+    # --max-steps before its first epoch ended validated nothing yet: its last weights are all there is.
+    best_path = best.best_model_path or None
     final = {"train_loss": metric_lines.last_train_loss,
-             **trainer.validate(module, datamodule=datamodule, verbose=False)[0]}
+             **trainer.validate(module, datamodule=datamodule, ckpt_path=best_path, verbose=False)[0]}
     if datamodule.has_test:
         final.update(trainer.test(module, datamodule=datamodule, verbose=False)[0])
+    exported = exported_from(best_path) if best_path else {"exported_step": trainer.global_step,
+                                                           "exported_epoch": trainer.current_epoch}
+    MetricLines.report(trainer, module, exported_weights_note(exported["exported_step"], exported["exported_epoch"]))
     MetricLines.report(trainer, module, format_metrics({"epoch": trainer.current_epoch, "step": trainer.global_step,
                                                         **final}))
     if trainer.is_global_zero:
-        write_artifacts(config, module.model_config, module.model, metric_lines.history, final)
+        write_artifacts(config, module.model_config, module.model, metric_lines.history, {**final, **exported})
     trainer.strategy.barrier()
+
+
+def exported_from(best_path: str) -> dict[str, int]:
+    """Steps and completed epochs when the exported weights were saved (at the end of an epoch's validation, before
+    Lightning counts that epoch), as the native trainer's metrics.json names them."""
+    saved = torch.load(best_path, map_location="cpu", weights_only=False)
+    return {"exported_step": saved["global_step"], "exported_epoch": saved["epoch"] + 1}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -78,3 +78,20 @@ def read_all(folder: Path, num_features: int | None = None) -> RankingData:
         features[:, : shard.features.shape[1]] = shard.features
         parts.append(RankingData(features, np.asarray(shard.labels), shard.query_offsets))
     return concatenate(parts)
+
+
+def sample_rows(folder: Path, rows: int, seed: int, num_features: int | None = None) -> np.ndarray:
+    """About `rows` documents' features drawn evenly from all shards (each shard's share of its documents, chosen
+    with `seed`), read from the memory maps without loading the shards."""
+    manifest = read_manifest(folder)
+    share = min(1.0, rows / max(manifest["num_docs"], 1))
+    rng = np.random.default_rng(seed)
+    parts = []
+    for name in manifest["shards"]:
+        shard = open_shard(folder, name)
+        count = len(shard.labels)
+        chosen = np.sort(rng.choice(count, size=min(count, max(1, round(count * share))), replace=False))
+        features = np.zeros((len(chosen), num_features or manifest["num_features"]), dtype=np.float32)
+        features[:, : shard.features.shape[1]] = shard.features[chosen]
+        parts.append(features)
+    return np.concatenate(parts)

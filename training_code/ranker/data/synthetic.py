@@ -64,8 +64,9 @@ def _grades_within_queries(relevance: np.ndarray, offsets: np.ndarray) -> np.nda
 
 
 def write_letor(data: RankingData, folder: Path, with_qid: bool = False, name: str = "rank.train") -> Path:
-    """LETOR text, written with numpy a block of documents at a time (a few seconds per GB): values in [0, 1] with
-    4 decimals as `I.dddd`, zeros left out, integer labels 0-9."""
+    """LETOR text, written with numpy a block of documents at a time (a few seconds per GB): non-negative values
+    with 4 decimals as `I.dddd` (as many integer digits as the largest value needs: raw counts), zeros left out,
+    integer labels 0-9."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
@@ -84,29 +85,44 @@ _WRITE_BLOCK_DOCS = 20_000
 
 def _letor_lines(features: np.ndarray, labels: np.ndarray, query_ids: np.ndarray | None) -> bytes:
     """Each row as a run of fixed-width byte cells plus a mask of the bytes that are text, joined in one compress."""
-    if features.size and (features.min() < 0 or features.max() > 9.99995):
-        raise ValueError("write_letor: feature values must lie in [0, 10) for the 4-decimal text format")
+    if features.size and (features.min() < 0 or features.max() >= _LARGEST_VALUE):
+        raise ValueError(f"write_letor: feature values must lie in [0, {_LARGEST_VALUE:.0e}) for the 4-decimal text "
+                         f"format, got {features.min()} to {features.max()}")
     if labels.size and not (np.all(labels == np.rint(labels)) and labels.min() >= 0 and labels.max() <= 9):
         raise ValueError("write_letor: labels must be whole grades 0-9")
     num_docs, num_features = features.shape
     scaled = np.rint(features.astype(np.float64) * 10_000).astype(np.int64)
+    integer_part = scaled // 10_000
+    integer_width = len(str(int(integer_part.max(initial=0))))
     index_texts = [f" {column + 1}:".encode() for column in range(num_features)]
     value_at = np.array([len(text) for text in index_texts])
-    cell_width = int(value_at.max()) + 6
+    value_width = integer_width + 5  # the integer digits, the point, 4 decimals
+    cell_width = int(value_at.max()) + value_width
     cells = np.zeros((num_docs, num_features, cell_width), np.uint8)
+    kept = np.zeros((num_docs, num_features, cell_width), bool)
     for column, text in enumerate(index_texts):
         cells[:, column, :len(text)] = np.frombuffer(text, np.uint8)
-    digits = [scaled // 10_000, np.full_like(scaled, -2)] + [scaled // 10**power % 10 for power in (3, 2, 1, 0)]
+        kept[:, column, :len(text)] = True
+    integer_powers = [10**power for power in range(integer_width - 1, -1, -1)]
+    digits = ([integer_part // power % 10 for power in integer_powers] + [np.full_like(scaled, -2)]
+              + [scaled // 10**power % 10 for power in (3, 2, 1, 0)])
+    # Leading zeros of the integer part are left out; its last digit always stays (`0.5`).
+    significant = [(integer_part >= power) | (power == 1) for power in integer_powers] + [True] * 5
     for start in np.unique(value_at):
         columns = value_at == start
-        for offset, digit in enumerate(digits):
+        for offset, (digit, shown) in enumerate(zip(digits, significant)):
             cells[:, columns, start + offset] = digit[:, columns] + ord("0")  # -2 + "0" is the point
-    kept = (np.arange(cell_width) < (value_at + 6)[:, None])[None] & (scaled > 0)[:, :, None]
+            kept[:, columns, start + offset] = shown if shown is True else shown[:, columns]
+    kept &= (scaled > 0)[:, :, None]
     prefix, prefix_kept = _row_prefixes(labels, query_ids)
     newline = np.full((num_docs, 1), ord("\n"), np.uint8)
     text = np.concatenate([prefix, cells.reshape(num_docs, -1), newline], axis=1)
     mask = np.concatenate([prefix_kept, kept.reshape(num_docs, -1), np.ones((num_docs, 1), bool)], axis=1)
     return text[mask].tobytes()
+
+
+# Integer digits the writer gives a value at most (int64 holds the value times 10**4 exactly well beyond this).
+_LARGEST_VALUE = 1e9
 
 
 def _row_prefixes(labels: np.ndarray, query_ids: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -123,14 +139,21 @@ def _row_prefixes(labels: np.ndarray, query_ids: np.ndarray | None) -> tuple[np.
     return np.concatenate(columns, axis=1).astype(np.uint8), np.concatenate(kept, axis=1)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output", type=Path, required=True, help="folder to write rank.train (+ .query) into")
+def generator_parser(description: str, docs_per_query: int) -> argparse.ArgumentParser:
+    """The flags every synthetic-data command takes: where, how many queries of how many documents and features,
+    which seed."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", type=Path, required=True, help="folder to write the files into")
     parser.add_argument("--queries", type=int, required=True, help="number of queries")
-    parser.add_argument("--docs-per-query", type=int, default=32, help="documents per query")
+    parser.add_argument("--docs-per-query", type=int, default=docs_per_query, help="documents per query")
     parser.add_argument("--features", type=int, default=136, help="features per document (MSLR-WEB uses 136)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed for the documents and label noise (the relevance function is fixed)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = generator_parser(__doc__, docs_per_query=32)
     parser.add_argument("--qid", action="store_true", help="write a qid: column instead of a .query group file")
     parser.add_argument("--varied-sizes", action="store_true",
                         help="draw query sizes from [docs/2, 3*docs/2] instead of all equal (MSLR-WEB's vary)")

@@ -139,7 +139,8 @@ class FusedDataParallel(nn.Module):
         return self.parameter_buffer[start:start + length] if self.parameter_buffer is not None else None
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        return fused_scores(self.plan, features, self.slots if torch.is_grad_enabled() else None)
+        return fused_scores(self.plan, self.module.encoding(features),
+                            self.slots if torch.is_grad_enabled() else None)
 
     def written(self, slot: LayerGradients) -> None:
         """Called from a layer's backward once its gradients are in the buffer: once its bucket is complete, start the

@@ -102,8 +102,8 @@ def fused_plan(layers: nn.Sequential) -> FusedPlan:
 
 def fused_scores(plan: FusedPlan, features: torch.Tensor,
                  slots: Mapping[nn.Module, GradientSlot] | None = None) -> torch.Tensor:
-    """The scores of a model whose `layers` give `plan` (ranker.model.mlp.RankingMLP), each Linear run by `fused_linear`;
-    with `slots`, each Linear's gradients go to its slot."""
+    """The scores of a model whose `layers` give `plan` (ranker.model.mlp.RankingMLP) for `features` as its `encoding`
+    returns them, each Linear run by `fused_linear`; with `slots`, each Linear's gradients go to its slot."""
     for module, relu in plan:
         if isinstance(module, nn.Linear):
             features = fused_linear(features, module, relu, slots[module] if slots is not None else None)
@@ -122,4 +122,4 @@ class FusedLayers(nn.Module):
         self.plan = fused_plan(module.layers)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        return fused_scores(self.plan, features)
+        return fused_scores(self.plan, self.module.encoding(features))

@@ -1,8 +1,10 @@
 """What a finished run leaves in the model folder, and how to load it back for scoring.
 
-- `model.safetensors`: the weights; `model_config.json`: the architecture and input preprocessing;
-- `model.pt`: a TorchScript export (preprocessing included) that serves without this package;
-- `metrics.json`: final `train_loss`, `val_ndcg@k` and, with a test channel, `test_ndcg@k`.
+- `model.safetensors`: the weights and the input encoding's fitted bin edges (`encoding.*`, ranker.model.encoding);
+- `model_config.json`: the architecture, the encoding's settings and the `log1p` flag;
+- `model.pt`: a TorchScript export (log1p and the encoding included) that serves without this package;
+- `metrics.json`: final `train_loss`, `val_ndcg@k` and, with a test channel, `test_ndcg@k` of the exported weights,
+  and `exported_step` / `exported_epoch`: the optimizer steps and epochs done when those weights were validated best.
 
 Beside them the training session writes `model.pt2` (ranker.model.portable) and the inference handler's `code/`
 (ranker.serving.package); docs/scoring.md says how each is used.
@@ -25,7 +27,8 @@ WEIGHTS, CONFIG, TORCHSCRIPT, METRICS = "model.safetensors", "model_config.json"
 
 
 class Scorer(nn.Module):
-    """Scores a float32 `[documents, features]` matrix with the same preprocessing training used."""
+    """Scores a float32 `[documents, features]` matrix of raw features with the same preprocessing training used:
+    log1p where the run applied it to the data, then the model, whose input encoding is part of it."""
 
     def __init__(self, model: RankingMLP, log1p: bool):
         super().__init__()
@@ -50,6 +53,8 @@ def save_model(model_dir: Path, model: RankingMLP, config: ModelConfig, log1p: b
 def _build_scorer(model_dir: Path) -> Scorer:
     settings = json.loads((Path(model_dir) / CONFIG).read_text())
     log1p = settings.pop("log1p")
+    # A config that names no encoding holds a model of the raw (or log1p) features.
+    settings.setdefault("encoding", "none")
     model = RankingMLP(ModelConfig(**settings))
     model.load_state_dict(load_file(Path(model_dir) / WEIGHTS))
     return Scorer(model, log1p)

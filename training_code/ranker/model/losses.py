@@ -10,13 +10,29 @@ import torch
 _MASKED_LOGIT = -1e9
 
 
+def _softmax_cross_entropy(scores: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """`[queries]` cross-entropy between the target distribution and softmax(scores) within each query, in float32
+    so bf16 scores do not lose the softmax's precision."""
+    logits = scores.float().masked_fill(~mask, _MASKED_LOGIT)
+    return -(target * torch.log_softmax(logits, dim=-1)).sum(dim=-1)
+
+
 def listwise_softmax_loss(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """ListNet top-1: cross-entropy between softmax(labels) and softmax(scores) within each query, averaged over
-    queries. Computed in float32 so bf16 scores do not lose the softmax's precision."""
-    logits = scores.float().masked_fill(~mask, _MASKED_LOGIT)
+    queries."""
     target = torch.softmax(labels.float().masked_fill(~mask, _MASKED_LOGIT), dim=-1)
-    per_query = -(target * torch.log_softmax(logits, dim=-1)).sum(dim=-1)
-    return per_query.mean()
+    return _softmax_cross_entropy(scores, target, mask).mean()
+
+
+def graded_listwise_loss(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy between targets proportional to NDCG's gains `2^label - 1` and softmax(scores) within each
+    query (the softmax loss of Qin et al., ICLR 2021, with graded gains), averaged over the queries that have a
+    relevant document: a query without one has nothing to rank and no NDCG to gain."""
+    gains = (torch.exp2(labels.float()) - 1).masked_fill(~mask, 0.0)
+    totals = gains.sum(dim=-1, keepdim=True)
+    per_query = _softmax_cross_entropy(scores, gains / totals.clamp(min=1e-12), mask)
+    has_gain = (totals.squeeze(-1) > 0).float()
+    return (per_query * has_gain).sum() / has_gain.sum().clamp(min=1)
 
 
 def pointwise_mse_loss(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -26,6 +42,10 @@ def pointwise_mse_loss(scores: torch.Tensor, labels: torch.Tensor, mask: torch.T
 
 
 LOSSES: dict[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "graded_listwise": graded_listwise_loss,
     "listwise": listwise_softmax_loss,
     "pointwise": pointwise_mse_loss,
 }
+
+SHIFT_INVARIANT_LOSSES = frozenset({"graded_listwise", "listwise"})
+"""Losses blind to a constant added to every score of a query (see ModelConfig.output_bias)."""

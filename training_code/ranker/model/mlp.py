@@ -6,21 +6,25 @@ import torch
 from torch import nn
 
 from ranker.config import ModelConfig
+from ranker.model.encoding import PiecewiseLinearEncoding
 
 
 class RankingMLP(nn.Module):
-    """`num_layers` dense layers: `num_layers - 1` hidden ones (ReLU, optional LayerNorm, dropout) and a scoring
+    """The input encoding (ranker.model.encoding, fitted on the training channel; identity with `encoding="none"`),
+    then `num_layers` dense layers: `num_layers - 1` hidden ones (ReLU, optional LayerNorm, dropout) and a scoring
     output layer. Scores any leading shape: `[..., features] -> [...]`.
 
-    `layers` maps `[..., features]` to `[..., 1]`, and the score is its one unit: what a wrapper that runs the layers
-    its own way (ranker.gpu.fused_linear.FusedLayers) relies on."""
+    `layers` maps `encoding`'s output `[..., width]` to `[..., 1]`, and the score is its one unit: what a wrapper that
+    runs the layers its own way (ranker.gpu.fused_linear.FusedLayers) relies on, after calling `encoding` itself."""
 
     def __init__(self, config: ModelConfig):
         super().__init__()
         if config.num_features < 1:
             raise ValueError(f"num_features: {config.num_features} is not a feature count; set it from the data")
+        self.encoding: nn.Module = (PiecewiseLinearEncoding(config.num_features, config.bins)
+                                    if config.encoding == "piecewise" else nn.Identity())
         layers: list[nn.Module] = []
-        width_in = config.num_features
+        width_in = config.num_features * config.bins if config.encoding == "piecewise" else config.num_features
         for _ in range(config.num_layers - 1):
             layers.append(nn.Linear(width_in, config.width))
             if config.norm == "layer":
@@ -33,4 +37,4 @@ class RankingMLP(nn.Module):
         self.layers = nn.Sequential(*layers)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        return self.layers(features).squeeze(-1)
+        return self.layers(self.encoding(features)).squeeze(-1)

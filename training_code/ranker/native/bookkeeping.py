@@ -1,6 +1,7 @@
 """The native loop's bookkeeping, in one place: where a run starts (fresh, or from the newest checkpoint), its
 counters (step, epoch, position in the epoch), the metric lines, checkpoints (every `checkpoint_every` steps, and on
-SIGTERM before stopping), validation after each epoch, and at the end the final metrics and artifacts. train_ddp.py's
+SIGTERM before stopping), validation after each epoch with model selection (ranker.training.selection) and optional
+early stopping, and at the end the final metrics and artifacts of the best weights. train_ddp.py's
 loop only runs the steps and asks this after each one what comes next.
 """
 
@@ -15,6 +16,7 @@ from ranker.native.progress import Progress
 from ranker.training import checkpoint
 from ranker.training.engine import TrainingParts, learning_rate
 from ranker.training.meter import TrainingMeter
+from ranker.training.selection import SELECTION_METRIC, BestWeights, exported_weights_note
 from ranker.training.session import Session, evaluate_split, final_metrics, finish_session
 
 
@@ -29,11 +31,14 @@ class Bookkeeping:
         self.config = session.config.train
         self.loss_function = LOSSES[self.config.loss]
         self.step, self.epoch, self.position = 0, 0, 0
+        self.best = BestWeights()
         if resumed is not None:
             parts.optimizer.load_state_dict(resumed["optimizer"])
             parts.scheduler.load_state_dict(resumed["scheduler"])
             self.step, self.epoch, self.position = resumed["step"], resumed["epoch"], resumed["position"]
             session.history = resumed["history"]
+            if resumed.get("best") is not None:
+                self.best.load_state_dict(resumed["best"], session.device)
             if resumed["rng"] is not None:
                 checkpoint.set_rng_state(resumed["rng"])
         self.progress = Progress(total_steps, session.topology.is_main, self.step)
@@ -43,15 +48,18 @@ class Bookkeeping:
         self.meter = TrainingMeter(session.device)
         """What the step adds its loss and documents to (engine.step_function)."""
         self.stopped = False
+        """Stopped by SIGTERM: the run resumes later, so no artifacts yet."""
+        self.stopped_early = False
         self.last_metrics: dict[str, float] = {}
 
     @property
     def running(self) -> bool:
-        return self.step < self.total_steps and not self.stopped
+        return self.step < self.total_steps and not (self.stopped or self.stopped_early)
 
     def step_done(self) -> bool:
         """After each step: counts it, writes the metric line and checkpoint that are due, stops on SIGTERM, validates
-        at the end of an epoch. False when the loop must leave the epoch's batches: training ended, or stopped."""
+        at the end of an epoch (keeping the best weights, stopping early where due). False when the loop must leave the
+        epoch's batches: training ended, or stopped."""
         self.step, self.position = self.step + 1, self.position + 1
         if self.position == self.steps_per_epoch:
             self.epoch, self.position = self.epoch + 1, 0
@@ -65,7 +73,7 @@ class Bookkeeping:
             checkpoint.save_training_state(
                 self.session.config.paths.checkpoint_dir, self.session.topology.is_main, model=self.parts.model,
                 optimizer=self.parts.optimizer, scheduler=self.parts.scheduler, step=self.step, epoch=self.epoch,
-                position=self.position, history=self.session.history)
+                position=self.position, history=self.session.history, best=self.best.state_dict())
         if stopping:
             self.progress.note(f"SIGTERM: checkpoint written at step {self.step}; rerun to resume")
             self.stopped = True
@@ -73,20 +81,36 @@ class Bookkeeping:
         if self.step == self.total_steps:
             return False
         if self.position == 0:
-            self.report({"epoch": self.epoch, "step": self.step,
-                         **evaluate_split(self.session, self.parts.model, "val", self.loss_function)})
+            self.validate()
+            patience = self.config.early_stopping
+            if patience and self.best.stale_validations >= patience:
+                self.progress.note(f"early stopping at step {self.step}: no better {SELECTION_METRIC} in {patience} "
+                                   "validations")
+                self.stopped_early = True
+                return False
         return True
+
+    def validate(self) -> None:
+        metrics = evaluate_split(self.session, self.parts.model, "val", self.loss_function)
+        self.best.consider(metrics, self.parts.model, self.step, self.epoch)
+        self.report({"epoch": self.epoch, "step": self.step, **metrics})
 
     def report(self, metrics: dict[str, float]) -> None:
         self.session.history.append(metrics)
         self.progress.report(metrics)
 
     def finish(self) -> None:
-        """Unless stopped by SIGTERM: the final metrics line, then metrics.json, the model and plots (rank 0)."""
+        """Unless stopped by SIGTERM: the last weights validated too, the best weights put back into the model, then
+        their final metrics line, metrics.json, the model and plots (rank 0)."""
         if self.stopped:
             return
         self.progress.close()
+        if not self.stopped_early:  # early stopping validated the last weights already
+            self.best.consider(evaluate_split(self.session, self.parts.model, "val", self.loss_function),
+                               self.parts.model, self.step, self.epoch)
+        self.best.restore(self.parts.model)
         final = final_metrics(self.session, self.parts.model, self.loss_function,
                               self.last_metrics.get("train_loss", float("nan")))
+        self.progress.note(exported_weights_note(self.best.step, self.best.epoch))
         self.progress.report({"epoch": self.epoch, "step": self.step, **final})
-        finish_session(self.session, self.parts.model, final)
+        finish_session(self.session, self.parts.model, {**final, **self.best.provenance()})

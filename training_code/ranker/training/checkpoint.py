@@ -80,14 +80,15 @@ def seed_everything(seed: int, rank: int) -> None:
 
 def save_training_state(folder: Path, is_main: bool, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                         scheduler: torch.optim.lr_scheduler.LRScheduler, step: int, epoch: int, position: int,
-                        history: list[dict[str, float]]) -> None:
-    """Collective: every rank contributes its RNG state (and, for a sharded optimizer, its moments), rank 0 writes."""
+                        history: list[dict[str, float]], best: dict[str, Any] | None = None) -> None:
+    """Collective: every rank contributes its RNG state (and, for a sharded optimizer, its moments), rank 0 writes.
+    `best` is the model selection's state (ranker.training.selection.BestWeights.state_dict)."""
     rng_states = distributed.all_gather_objects(rng_state())
     optimizer_state = optimizer.state_dict()  # ranker.gpu.sharded_optimizer gathers the whole state on every rank
     if is_main:
         save_checkpoint(folder, step, {"model": model.state_dict(), "optimizer": optimizer_state,
                                        "scheduler": scheduler.state_dict(), "step": step, "epoch": epoch,
-                                       "position": position, "rng": rng_states, "history": history})
+                                       "position": position, "rng": rng_states, "history": history, "best": best})
 
 
 def restore_training_state(folder: Path, model: torch.nn.Module, rank: int, world_size: int) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import sagemaker_distributed as distributed
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -26,6 +27,7 @@ from ranker.gpu.fast_paths import TrainingPath
 from ranker.gpu.fused_data_parallel import FusedDataParallel
 from ranker.gpu.fused_linear import FusedLayers
 from ranker.gpu.sharded_optimizer import ShardedAdamW
+from ranker.model.encoding import PiecewiseLinearEncoding
 from ranker.model.metrics import ndcg_sums
 from ranker.model.mlp import RankingMLP
 from ranker.training.meter import TrainingMeter
@@ -34,7 +36,16 @@ LossFunction = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor
 
 
 def build_model(config: ModelConfig, device: torch.device) -> RankingMLP:
+    """The model on `device`, its input encoding not fitted yet: `fit_encoding` for a fresh run, or load a state
+    dict (a checkpoint, an artifact) that holds the fitted one."""
     return RankingMLP(config).to(device)
+
+
+def fit_encoding(model: RankingMLP, training_rows: np.ndarray, seed: int) -> None:
+    """Fits the model's input encoding on `training_rows`: the training channel's features as the model sees them
+    (ranker.training.session.encoding_rows), the same on every rank."""
+    if isinstance(model.encoding, PiecewiseLinearEncoding):
+        model.encoding.fit(training_rows, seed)
 
 
 def training_path(config: TrainConfig, device: torch.device, world_size: int) -> TrainingPath:

@@ -22,7 +22,10 @@ from ranker.data.batches import DeviceQueries, EpochBatches, QueryBatches
 from ranker.data.streaming import StreamingBatches
 from ranker.gpu import fast_paths
 from ranker.model import export, portable
+from ranker.model.encoding import FIT_ROWS
+from ranker.model.losses import SHIFT_INVARIANT_LOSSES
 from ranker.model.metrics import ndcg_means
+from ranker.model.mlp import RankingMLP
 from ranker.serving import package as serving_package
 from ranker.training import engine, plots
 from ranker.training.checkpoint import seed_everything
@@ -40,12 +43,21 @@ class Session:
     """None when streaming: batches then come from the shards on disk."""
     validation: DeviceQueries
     test: DeviceQueries | None
+    encoding_rows: np.ndarray
+    """Training features, as the model sees them, to fit the model's input encoding on (`encoding_rows`)."""
     history: list[dict[str, float]] = field(default_factory=list)
     """Every metric line rank 0 reported, for plots and checkpoints."""
     started: float = field(default_factory=time.perf_counter)
 
     def total_steps(self, steps_per_epoch: int) -> int:
         return self.config.train.max_steps or self.config.train.epochs * steps_per_epoch
+
+    def build_model(self) -> RankingMLP:
+        """The model on this process's device, its input encoding fitted on the training channel (a resumed run
+        then loads the checkpoint's weights and encoding over it)."""
+        model = engine.build_model(self.model_config, self.device)
+        engine.fit_encoding(model, self.encoding_rows, self.config.train.seed)
+        return model
 
     def training_batches(self) -> EpochBatches:
         config, topology = self.config.train, self.topology
@@ -87,14 +99,24 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
     return Session(config, model_config, topology, backend, device,
                    DeviceQueries.from_data(train, device, max_docs) if not config.data.streaming else None,
                    DeviceQueries.from_data(validation, device, max_docs),
-                   DeviceQueries.from_data(test, device, max_docs) if test is not None else None)
+                   DeviceQueries.from_data(test, device, max_docs) if test is not None else None,
+                   encoding_rows(config, train))
 
 
 def model_config_for(config: RunConfig, num_features: int) -> ModelConfig:
-    """The model configuration with the feature count taken from the data, and no scoring bias under the listwise
+    """The model configuration with the feature count taken from the data, and no scoring bias under a listwise
     loss (see ModelConfig.output_bias)."""
-    return dataclasses.replace(config.model, num_features=num_features,
-                               output_bias=config.model.output_bias and config.train.loss != "listwise")
+    return dataclasses.replace(config.model, num_features=num_features, output_bias=config.model.output_bias
+                               and config.train.loss not in SHIFT_INVARIANT_LOSSES)
+
+
+def encoding_rows(config: RunConfig, train: ranking_data.RankingData) -> np.ndarray:
+    """The training features to fit the model's input encoding on, as the model sees them: the loaded training
+    split, or when streaming a sample read from the shards (with log1p where the loader applies it)."""
+    if not config.data.streaming:
+        return train.features
+    rows = shards.sample_rows(config.data.train, FIT_ROWS, config.train.seed, train.num_features)
+    return np.log1p(np.maximum(rows, 0)) if config.data.log1p else rows
 
 
 def load_splits(config: RunConfig, local_ranks: int

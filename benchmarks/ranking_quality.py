@@ -1,0 +1,189 @@
+"""Ranking quality against LightGBM on data that favours trees: the shipped entry points at their shipped defaults,
+launched as users launch them on LETOR text, beside LightGBM lambdarank trained in the same run on the same text.
+
+    python -m benchmarks.ranking_quality --size cpu        # minutes on 2 CPU cores: 1,000 training queries
+    python -m benchmarks.ranking_quality --size gpu        # a GPU host: 10,000 training queries (MSLR-WEB10K-sized)
+    python -m benchmarks.ranking_quality --size gpu --queries 31531   # MSLR-WEB30K-sized
+
+Datasets (`--datasets`, comma-separated):
+  search        ranker.data.synthetic_search: heavy-tailed counts, binary flags, relevance from threshold rules and
+                their interactions, label noise, graded labels 0-4, MSLR-like query sizes; a held-out test file of a
+                fifth as many queries (another seed, the same problem)
+  tanh          ranker.data.synthetic, the project's other generator (smooth hidden function, which favours an MLP),
+                as benchmarks.time_to_model writes it
+  letor-sample  the LETOR sample that ships with the tests (LightGBM's rank.train example): a fifth of its queries,
+                drawn with seed 0, held out whole as the test file
+Runs on each (`--runs`):
+  native        training_code/train_ddp.py, shipped defaults, `--test FILE` (torchrun over `--gpus` processes)
+  lightning     training_code/train_lightning.py, the same
+  previous      train_ddp.py with the pipeline's former defaults (raw features, ListNet loss on softmax(label), 10
+                epochs of 16 queries per batch, width 256, learning rate 0.001: PREVIOUS_RECIPE), as a baseline
+  lightgbm      LightGBM lambdarank with the usual MSLR settings (benchmarks.time_to_model.LIGHTGBM_PARAMS, every
+                core) on scikit-learn's reading of the same text
+The trainers hold a fifth of the training queries out for validation (model selection); LightGBM trains on all of
+them. Test NDCG@10 is scikit-learn's definition (ranker.model.metrics), on the same test file for every run. Launch
+to model is each run's wall time from launch to its model on disk, text parsing included. LightGBM is a
+benchmark-only peer: `pip install lightgbm==4.7.0` (benchmarks/requirements-ranking-quality.txt). Table on stdout;
+section `ranking-quality-<size>` in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from ranker.data import synthetic, synthetic_search
+from ranker.data.channels import read_letor_file, split_queries
+
+from benchmarks.gpu_scaling import SAFE_NCCL_ENV
+from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
+from benchmarks.time_to_model import (ENTRY_POINTS, Run, generate_dataset, machine_description, run_lightgbm,
+                                      run_project)
+
+# Where the tests find the sample too (tests/conftest.py): beside the clone, or LETOR_SAMPLE_DIR.
+LETOR_SAMPLE = Path(os.environ.get("LETOR_SAMPLE_DIR",
+                                   Path(__file__).resolve().parents[2] / "shared" / "data" / "letor-sample"))
+SIZES = {"cpu": {"queries": 1_000, "docs_per_query": 20, "features": 136},
+         "gpu": {"queries": 10_000, "docs_per_query": 120, "features": 136}}
+# What a pipeline job ran before these defaults: the scripts' former defaults under the stack's former
+# default_hyperparameters (10 epochs, ListNet).
+PREVIOUS_RECIPE = ("--encoding", "none", "--loss", "listwise", "--epochs", "10", "--batch-size", "16", "--width", "256",
+                   "--learning-rate", "0.001")
+RUN_LABELS = {"native": "train_ddp.py, shipped defaults", "lightning": "train_lightning.py, shipped defaults",
+              "previous": "train_ddp.py, former pipeline defaults"}
+
+
+def write_search(folder: Path, queries: int, docs_per_query: int, features: int) -> tuple[Path, Path]:
+    train = synthetic.write_letor(synthetic_search.generate(queries, docs_per_query, features, seed=0), folder,
+                                  with_qid=True, name="rank.train")
+    test = synthetic.write_letor(synthetic_search.generate(max(2, queries // 5), docs_per_query, features, seed=1),
+                                 folder, with_qid=True, name="rank.test")
+    return train, test
+
+
+def write_letor_sample(folder: Path, sample: Path) -> tuple[Path, Path]:
+    """The sample's rank.train split into whole training and test queries (a fifth held out, seed 0)."""
+    data = read_letor_file(sample / "rank.train")
+    train, test = split_queries(data, 0.2, seed=0)
+    return (synthetic.write_letor(train, folder, with_qid=True, name="rank.train"),
+            synthetic.write_letor(test, folder, with_qid=True, name="rank.test"))
+
+
+def exported_step(run_folder: Path) -> str:
+    metrics = json.loads((run_folder / "model" / "metrics.json").read_text())
+    return f"step {metrics['exported_step']} (epoch {metrics['exported_epoch']})"
+
+
+def run_dataset(dataset: str, train: Path, test: Path, args: argparse.Namespace, work: Path,
+                env: dict[str, str]) -> list[tuple[Run, str]]:
+    """Every chosen run on one dataset, each with a note (where its exported weights come from)."""
+    results = []
+    for name in ("native", "lightning", "previous"):
+        if name not in args.runs:
+            continue
+        print(f"[{dataset}] running {RUN_LABELS[name]} ...", flush=True)
+        entry_point = ENTRY_POINTS.get(name, ENTRY_POINTS["native"])
+        flags = PREVIOUS_RECIPE if name == "previous" else ()
+        run = run_project(entry_point, args.gpus, train, test, None, work, env, flags=flags, name=f"{dataset}-{name}")
+        run.name = RUN_LABELS[name]
+        results.append((run, f"exports {exported_step(work / f'{dataset}-{name}-{args.gpus}')}"))
+    if "lightgbm" in args.runs:
+        print(f"[{dataset}] running LightGBM ...", flush=True)
+        run = run_lightgbm(train, test, args.lightgbm_rounds, work, args.threads)
+        results.append((run, run.note))
+    return results
+
+
+def render(tables: dict[str, list[tuple[Run, str]]], descriptions: dict[str, str], args: argparse.Namespace,
+           machine: str) -> str:
+    headers = ["dataset", "run", "test NDCG@10", "vs LightGBM", "launch to model (s)", "training (s)", "notes"]
+    rows = []
+    for dataset, results in tables.items():
+        peer = next((run.ndcg_at_10 for run, _ in results if run.name.startswith("LightGBM") and run.events), None)
+        for run, note in results:
+            if not run.events:
+                rows.append([dataset, run.name, "-", "-", "-", "-", note])
+                continue
+            delta = f"{run.ndcg_at_10 - peer:+.4f}" if peer is not None else "-"
+            rows.append([dataset, run.name, f"{run.ndcg_at_10:.4f}", delta, f"{run.wall:.1f}",
+                         f"{run.phases()['training']:.1f}", note])
+    data_lines = "\n".join(f"- {dataset}: {text}" for dataset, text in descriptions.items())
+    return (f"{provenance(machine=machine)}\n{data_lines}\n"
+            f"- Trainers: one process per {'GPU' if args.device == 'cuda' else 'CPU'} x {args.gpus}, their shipped "
+            "defaults and `--test FILE`; a fifth of the training queries held out for validation, which picks the "
+            "exported weights. LightGBM: all training queries, the usual MSLR settings. CPU threads per run: "
+            f"{args.threads or 'every core'}\n\n"
+            f"{markdown_table(headers, rows)}\n")
+
+
+def describe(path: Path, test: Path) -> str:
+    train, held_out = read_letor_file(path), read_letor_file(test)
+    sizes = np.diff(train.query_offsets)
+    return (f"{train.num_queries:,} training queries ({len(train.labels):,} documents, {sizes.min()}-{sizes.max()} per "
+            f"query, mean {sizes.mean():.0f}), {held_out.num_queries:,} test queries, {train.num_features} features, "
+            f"{path.stat().st_size / 1e6:,.1f} MB of training text")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", choices=tuple(SIZES), default="gpu" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--queries", type=int, help="training queries of the generated datasets (default: the size's)")
+    parser.add_argument("--docs-per-query", type=int, help="typical documents per generated query")
+    parser.add_argument("--features", type=int, help="features of the generated datasets")
+    parser.add_argument("--datasets", default="search,tanh,letor-sample", help="comma-separated, see above")
+    parser.add_argument("--runs", default="native,lightning,previous,lightgbm", help="comma-separated, see above")
+    parser.add_argument("--gpus", type=int, default=1, help="processes per trainer (one per GPU)")
+    parser.add_argument("--lightgbm-rounds", type=int, default=500)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads for every run alike (trainers' OMP_NUM_THREADS, LightGBM's num_threads); "
+                             "default: every core. On a machine shared with other work, 1 avoids threads spinning "
+                             "against each other")
+    parser.add_argument("--letor-sample", type=Path, default=LETOR_SAMPLE, help="folder holding the sample's rank.train")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--work", type=Path, default=None, help="folder for the data, logs and models (default: temp)")
+    parser.add_argument("--doc", type=Path, default=BENCHMARKS_DOC)
+    parser.add_argument("--section", help="docs/benchmarks.md section to write (default: ranking-quality-SIZE)")
+    args = parser.parse_args(argv)
+    size = {name: getattr(args, name) or default for name, default in SIZES[args.size].items()}
+    args.runs = args.runs.split(",")
+    env = {**os.environ, **SAFE_NCCL_ENV, "PYTHONUNBUFFERED": "1"}
+    if args.device == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    if args.threads:
+        env["OMP_NUM_THREADS"] = str(args.threads)
+
+    tables, descriptions = {}, {}
+    with tempfile.TemporaryDirectory(prefix="ranking-quality-") as temporary:
+        work = args.work or Path(temporary)
+        for dataset in args.datasets.split(","):
+            folder = work / dataset
+            started = time.perf_counter()
+            if dataset == "search":
+                train, test = write_search(folder, size["queries"], size["docs_per_query"], size["features"])
+            elif dataset == "tanh":
+                train, test = generate_dataset(folder, size["queries"], size["docs_per_query"], size["features"])
+            elif dataset == "letor-sample":
+                train, test = write_letor_sample(folder, args.letor_sample)
+            else:
+                parser.error(f"--datasets: unknown dataset {dataset!r}: use search, tanh or letor-sample")
+            print(f"[{dataset}] data written in {time.perf_counter() - started:.0f} s", flush=True)
+            descriptions[dataset] = describe(train, test)
+            tables[dataset] = run_dataset(dataset, train, test, args, work, env)
+
+    body = render(tables, descriptions, args, machine_description(args.device))
+    print(body)
+    write_section(args.section or f"ranking-quality-{args.size}",
+                  f"Ranking quality against LightGBM ({args.size.upper()} size: {args.datasets})", body, doc=args.doc)
+    print(f"written to {args.doc}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

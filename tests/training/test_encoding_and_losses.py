@@ -1,0 +1,59 @@
+"""The model's fitted input encoding and the graded listwise loss, against values worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from ranker.config import ModelConfig
+from ranker.model.encoding import PiecewiseLinearEncoding
+from ranker.model.losses import graded_listwise_loss
+from ranker.model.mlp import RankingMLP
+
+
+def test_each_feature_becomes_its_position_across_bins_between_its_own_training_quantiles():
+    # Given a column 0..4 (quantile edges 0, 1, 2, 3, 4 for 4 bins), a flag column and a constant column
+    rows = np.array([[value, value % 2, 7.0] for value in range(5)], np.float32)
+    encoding = PiecewiseLinearEncoding(num_features=3, bins=4).fit(rows)
+    # When values inside, below and above the training range are encoded
+    encoded = encoding(torch.tensor([[2.5, 1.0, 7.0], [-3.0, 0.0, 9.0], [40.0, 0.5, 7.0]])).view(3, 3, 4)
+    # Then the counted feature is 1 for each bin below it, its share of the bin it is in, 0 above; clamped outside
+    torch.testing.assert_close(encoded[:, 0], torch.tensor([[1, 1, 0.5, 0], [0, 0, 0, 0], [1, 1, 1, 1.0]]))
+    # And the flag has one bin (0 to 1) holding its value; the constant feature encodes to nothing
+    torch.testing.assert_close(encoded[:, 1], torch.tensor([[1, 0, 0, 0], [0, 0, 0, 0], [0.5, 0, 0, 0]]))
+    assert encoded[:, 2].abs().sum() == 0
+
+
+def test_the_fitted_edges_are_state_of_the_model_and_load_into_a_fresh_one():
+    # Given a model whose encoding was fitted on heavy-tailed rows
+    rows = np.random.default_rng(0).lognormal(0, 2, (500, 4)).astype(np.float32)
+    config = ModelConfig(num_features=4, width=8, num_layers=2, bins=8)
+    fitted = RankingMLP(config)
+    fitted.encoding.fit(rows)
+    # When its state dict is loaded into a model built from the same config
+    fresh = RankingMLP(config)
+    fresh.load_state_dict(fitted.state_dict())
+    # Then the fresh model scores exactly as the fitted one (the edges travelled with the weights)
+    batch = torch.from_numpy(rows[:10])
+    torch.testing.assert_close(fresh.eval()(batch), fitted.eval()(batch))
+    assert {"encoding.lower_edges", "encoding.inverse_widths"} <= fitted.state_dict().keys()
+
+
+def test_fitting_on_rows_of_another_width_names_the_shape_and_the_fix():
+    with pytest.raises(ValueError, match=r"features: shape \(3, 5\) does not match this encoding's 4 features"):
+        PiecewiseLinearEncoding(num_features=4, bins=2).fit(np.zeros((3, 5), np.float32))
+
+
+def test_graded_listwise_loss_is_the_cross_entropy_against_normalised_gains_and_skips_queries_without_any():
+    # Given a query with labels 2, 0, 1 (gains 3, 0, 1: target 3/4, 0, 1/4) and one with no relevant document
+    scores = torch.tensor([[1.0, 0.0, -1.0, 5.0], [0.3, 0.1, 0.2, 0.0]])
+    labels = torch.tensor([[2.0, 0.0, 1.0, 4.0], [0.0, 0.0, 0.0, 0.0]])
+    mask = torch.tensor([[True, True, True, False], [True, True, True, False]])
+    # When the loss is computed (the padded slot of the first query holds a high label and score: it must not count)
+    loss = graded_listwise_loss(scores, labels, mask)
+    # Then it is -(3/4 log p(1) + 1/4 log p(3)) with p the softmax of the real scores 1, 0, -1, over one query
+    log_normaliser = math.log(math.exp(1) + math.exp(0) + math.exp(-1))
+    expected = -(0.75 * (1 - log_normaliser) + 0.25 * (-1 - log_normaliser))
+    assert loss.item() == pytest.approx(expected, rel=1e-6)

@@ -1,0 +1,62 @@
+"""Model selection for the native loop: the weights with the best validation NDCG@10 seen so far, where they come
+from, and how many validations have passed without beating them (for early stopping). A run exports these weights,
+never merely the last ones, so training longer cannot export a model that is worse on validation.
+
+(train_lightning.py gets the same from Lightning's own `ModelCheckpoint(monitor=SELECTION_METRIC, mode="max")`.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+SELECTION_METRIC = "val_ndcg@10"
+
+
+def exported_weights_note(step: int, epoch: int) -> str:
+    """The log line that says where the exported weights come from (metrics.json holds the same numbers)."""
+    return f"exporting the weights of step {step} (epoch {epoch}), the best {SELECTION_METRIC} on validation"
+
+
+class BestWeights:
+    """A copy of the model's state (on its device: copying is cheap next to an epoch) whenever validation improves."""
+
+    def __init__(self) -> None:
+        self.score = float("-inf")
+        self.step, self.epoch = 0, 0
+        self.state: dict[str, torch.Tensor] | None = None
+        self.stale_validations = 0
+
+    def consider(self, metrics: dict[str, float], model: nn.Module, step: int, epoch: int) -> bool:
+        """Keeps `model`'s weights if `metrics[SELECTION_METRIC]` beats every earlier validation; True if it did.
+        Ties keep the earlier weights: a longer run never exports a later copy that is merely as good."""
+        score = metrics[SELECTION_METRIC]
+        if score <= self.score:
+            self.stale_validations += 1
+            return False
+        self.score, self.step, self.epoch, self.stale_validations = score, step, epoch, 0
+        self.state = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
+        return True
+
+    def restore(self, model: nn.Module) -> None:
+        """Copies the kept weights into `model` in place (the captured step's and the fused wrappers' tensors stay
+        the same objects)."""
+        if self.state is None:
+            raise RuntimeError("BestWeights.restore: no validation was considered; validate the model first")
+        model.load_state_dict(self.state)
+
+    def provenance(self) -> dict[str, float]:
+        """What metrics.json says about the exported weights."""
+        return {"exported_step": self.step, "exported_epoch": self.epoch}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"score": self.score, "step": self.step, "epoch": self.epoch, "stale_validations": self.stale_validations,
+                "state": None if self.state is None else {name: tensor.cpu() for name, tensor in self.state.items()}}
+
+    def load_state_dict(self, saved: dict[str, Any], device: torch.device) -> None:
+        self.score, self.step, self.epoch = saved["score"], saved["step"], saved["epoch"]
+        self.stale_validations = saved["stale_validations"]
+        self.state = None if saved["state"] is None else {name: tensor.to(device)
+                                                          for name, tensor in saved["state"].items()}
