@@ -32,7 +32,7 @@ from pathlib import Path
 import lightning as L
 import sagemaker_distributed as distributed
 import torch
-from lightning.pytorch.callbacks import Callback, ModelCheckpoint, TQDMProgressBar
+from lightning.pytorch.callbacks import Callback, LearningRateMonitor, ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
 from lightning.pytorch.strategies import Strategy
 from ranker.config import ConfigError, RunConfig, parse_config
@@ -45,7 +45,7 @@ from ranker.training.checkpoint import seed_everything
 from ranker.training.session import model_config_for, write_artifacts
 from sagemaker_distributed import Topology
 from sagemaker_distributed.failure import failure_reported
-from sagemaker_distributed.lightning import SpotInterruptionCheckpoint
+from sagemaker_distributed.lightning import SpotInterruptionCheckpoint, quiet_lightning_console
 
 
 def build_strategy(config: RunConfig, topology: Topology) -> Strategy | str:
@@ -72,7 +72,9 @@ def build_callbacks(config: RunConfig, metric_lines: MetricLines) -> list[Callba
                                every_n_train_steps=config.train.checkpoint_every or None,
                                every_n_epochs=None if config.train.checkpoint_every else 0)
     last = Path(folder) / f"{ModelCheckpoint.CHECKPOINT_NAME_LAST}{ModelCheckpoint.FILE_EXTENSION}"
-    return [periodic, SpotInterruptionCheckpoint(last, config.train.log_every), RandomStatePerRank(), metric_lines]
+    # LearningRateMonitor reads the optimizer's rate, a Python number, on logging steps only: no device read.
+    return [periodic, SpotInterruptionCheckpoint(last, config.train.log_every), RandomStatePerRank(), metric_lines,
+            LearningRateMonitor(logging_interval="step")]
 
 
 def build_trainer(config: RunConfig, topology: Topology, callbacks: list[Callback], loggers: list[Logger] | bool,
@@ -98,6 +100,7 @@ def has_checkpoint(folder: Path) -> bool:
 
 
 def train(config: RunConfig) -> None:
+    quiet_lightning_console()
     topology = distributed.detect_topology()
     seed_everything(config.train.seed, topology.rank)  # each rank its own dropout masks; DDP starts from rank 0's weights
     datamodule = RankingDataModule.from_config(config, topology.local_world_size)
@@ -111,8 +114,8 @@ def train(config: RunConfig) -> None:
              **trainer.validate(module, datamodule=datamodule, verbose=False)[0]}
     if datamodule.has_test:
         final.update(trainer.test(module, datamodule=datamodule, verbose=False)[0])
-    MetricLines.report(trainer, module, format_metrics({"epoch": trainer.current_epoch, "step": trainer.global_step,
-                                                        **final}))
+    MetricLines.report(trainer, module, format_metrics({"epoch": metric_lines.completed_epochs(trainer),
+                                                        "step": trainer.global_step, **final}))
     if trainer.is_global_zero:
         write_artifacts(config, module.model_config, module.model, metric_lines.history, final)
     trainer.strategy.barrier()
