@@ -168,19 +168,17 @@ print(" ".join(name for name in {heavy!r} if name in sys.modules))
 """
 
 
-def measure_import(module: str, folder: Path, repeats: int, label: str, code: str) -> ImportTiming:
-    """`import module` with `folder` (a training_code tree) first on the path, in `repeats` fresh interpreters."""
+def time_import(module: str, folder: Path) -> tuple[float, tuple[str, ...]]:
+    """`import module` with `folder` (a training_code tree) first on the path, in a fresh interpreter: its seconds and
+    the HEAVY_MODULES it loaded."""
     probe = IMPORT_PROBE.format(module=module, heavy=HEAVY_MODULES)
     env = {**os.environ, "PYTHONPATH": str(folder), "PYTHONDONTWRITEBYTECODE": "1"}
-    times, heavy = [], ""
-    for _ in range(repeats):
-        finished = subprocess.run([sys.executable, "-c", probe], cwd=folder, env=env, capture_output=True,
-                                  text=True, check=False)
-        if finished.returncode:
-            raise RuntimeError(f"import {module} failed in {folder}: {finished.stderr[-2000:]}")
-        *_, seconds, heavy = finished.stdout.splitlines()  # the probe's last two lines
-        times.append(float(seconds))
-    return ImportTiming(label, code, statistics.median(times), tuple(heavy.split()))
+    finished = subprocess.run([sys.executable, "-c", probe], cwd=folder, env=env, capture_output=True, text=True,
+                              check=False)
+    if finished.returncode:
+        raise RuntimeError(f"import {module} failed in {folder}: {finished.stderr[-2000:]}")
+    *_, seconds, heavy = finished.stdout.splitlines()  # the probe's last two lines
+    return float(seconds), tuple(heavy.split())
 
 
 def revision_tree(ref: str, into: Path) -> Path:
@@ -193,14 +191,16 @@ def revision_tree(ref: str, into: Path) -> Path:
 
 
 def measure_imports(repeats: int, baseline_ref: str | None, work: Path) -> list[ImportTiming]:
-    """torch and Lightning alone, then each entry point of `baseline_ref` (when given) and of this tree."""
-    timings = [measure_import("torch", TRAINING_CODE, repeats, "`import torch` alone", "-"),
-               measure_import("lightning", TRAINING_CODE, repeats, "`import lightning` alone", "-")]
+    """torch and Lightning alone, then each entry point of `baseline_ref` (when given) and of this tree: `repeats`
+    rounds of one fresh interpreter each, so that the machine's load moves every figure alike."""
     trees = ([(f"before (`{baseline_ref}`)", revision_tree(baseline_ref, work))] if baseline_ref else []) + \
         [("this tree", TRAINING_CODE)]
-    for script in ENTRY_POINTS:
-        timings += [measure_import(Path(script).stem, folder, repeats, script, code) for code, folder in trees]
-    return timings
+    probes = [("torch", TRAINING_CODE, "`import torch` alone", "-"),
+              ("lightning", TRAINING_CODE, "`import lightning` alone", "-")]
+    probes += [(Path(script).stem, folder, script, code) for script in ENTRY_POINTS for code, folder in trees]
+    rounds = [[time_import(module, folder) for module, folder, _, _ in probes] for _ in range(repeats)]
+    return [ImportTiming(label, code, statistics.median(round_[index][0] for round_ in rounds), rounds[-1][index][1])
+            for index, (_, _, label, code) in enumerate(probes)]
 
 
 def ingest_seconds(log: str) -> list[float]:

@@ -19,7 +19,6 @@ import ast
 import dataclasses
 import inspect
 import os
-import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -353,11 +352,3 @@ def _check_fields(section: Any, name_of) -> None:
             shown = str(value) if isinstance(value, Path) else value
             raise ConfigError(f"{name_of(config_field.name)}: bad value {shown!r}: use "
                               f"{rules.describe(flag_type_name(config_field))}")
-
-
-def config_from_dict(config_class: type, values: Mapping[str, object]):
-    """`config_class` rebuilt from what `dataclasses.asdict` made of one (nested configs included): how configs stored
-    as plain values, which any loader reads safely, come back."""
-    types = typing.get_type_hints(config_class)
-    return config_class(**{name: config_from_dict(types[name], value) if dataclasses.is_dataclass(types[name])
-                           else value for name, value in values.items()})

@@ -7,6 +7,7 @@ Its two configs are saved as hyperparameters, so `RankingModule.load_from_checkp
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ import torch
 from torch import nn
 from torchmetrics import MeanMetric, MetricCollection
 
-from ranker.config import ModelConfig, TrainConfig, config_from_dict
+from ranker.config import ModelConfig, TrainConfig
 from ranker.data.batches import Batch
 from ranker.model.losses import LOSSES
 from ranker.model.metrics import NDCG_CUTOFFS, ndcg_per_query
@@ -31,6 +32,14 @@ class TrainingWrapper:
     module's `state_dict` (what ModelCheckpoint saves and `ckpt_path` restores) keeps the plain model's keys."""
 
     module: nn.Module
+
+
+def config_from_dict(config_class: type, values: Mapping[str, Any]) -> Any:
+    """`config_class` rebuilt from what `dataclasses.asdict` made of one (nested configs included): the configs as
+    the module's checkpoints hold them."""
+    types = typing.get_type_hints(config_class)
+    return config_class(**{name: config_from_dict(types[name], value) if dataclasses.is_dataclass(types[name])
+                           else value for name, value in values.items()})
 
 
 def query_means(prefix: str, with_loss: bool) -> MetricCollection:
