@@ -5,7 +5,7 @@ Both are filtered where they come from, by name, so every other message Lightnin
 - the tips ("💡 Tip: ... install litlogger / litmodels"), which Lightning logs at INFO through its
   `lightning.pytorch.utilities.rank_zero` logger (its console-logging docs configure Lightning's per-module loggers);
   no Trainer option turns them off while the job logs to its own loggers;
-- torch's FutureWarning for `LeafSpec` (torch 2.10 and newer), which Lightning 2.6's
+- torch's FutureWarning for `LeafSpec` (recent torch releases, 2.13 among them), which Lightning 2.6's
   `lightning.pytorch.utilities._pytree` triggers on every rank whenever it wraps a dataloader; no Trainer option avoids
   it, and the code it warns about is Lightning's, not the job's.
 """
