@@ -2,13 +2,18 @@
 loader, text-to-shard conversion and the streaming loader, against what the GPU trainers consume.
 
     python -m benchmarks.data_pipeline [--queries 2000] [--docs-per-query 100] [--features 136] [--repeats 1]
+        [--job-repeats 3] [--import-repeats 5] [--import-baseline GIT_REF]
 
 Writes a synthetic LETOR text file (a `qid:` column and 4-decimal values, about 1.4 KB a document as in MSLR-WEB;
 the default is about 275 MB), then times these stages, each the median of `--repeats` runs (the text stages with the
 file in the page cache, as it is right after the write; the others after an untimed warm-up):
   parse    scikit-learn's load_svmlight_file (the baseline), then ranker.data.letor_processes.parse_file with one worker
            process, then ranker.data.channels.read_letor_file (parse_file with a worker per core, plus grouping) on that file
-  job      `python train_ddp.py --train FILE --max-steps 1` from launch to exit, beside the loader alone
+  import   each entry point's import in a fresh interpreter (median of `--import-repeats`), beside torch's and
+           Lightning's own, and the heavy modules each import loads; with `--import-baseline REF`, also the entry
+           points of that git revision (`git archive REF training_code`), measured in the same run
+  job      `python train_ddp.py --train FILE --max-steps 1` from launch to exit, `--job-repeats` consecutive runs,
+           each beside scikit-learn's loader alone timed just before it on the same file
   convert  ranker.data.convert's command, text in to binary shards out (parse + write)
   stream   ranker.data.streaming.StreamingBatches over those shards, in the trainer's batch shape (256 queries)
   fill     the loader threads' work alone (one thread, then the default number at once): what a GPU rank's loader
@@ -29,6 +34,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -49,6 +55,12 @@ from ranker.data import synthetic
 from ranker.data.batches import epoch_permutation
 from ranker.data.letor_parser import available_cores
 from ranker.data.streaming import StreamingBatches
+
+JOB_TARGET = 0.6  # the whole job, at most this share of scikit-learn's loader alone on the same file
+ENTRY_POINTS = ("train_ddp.py", "train_lightning.py")
+# What an entry point may pull in that a run does not always need (the names docs/benchmarks.md discusses).
+HEAVY_MODULES = ("lightning", "torchmetrics", "scipy", "sklearn", "matplotlib", "torch._dynamo",
+                 "ranker.data.streaming")
 
 # The trainers' batch: 8192 documents per GPU = 256 whole queries of 32 documents (benchmarks/project_trainers.py).
 BATCH_QUERIES = 256
@@ -108,17 +120,25 @@ def measure_parse(text: Path, docs: int, repeats: int) -> list[StageRate]:
 
 @dataclass(frozen=True)
 class JobTiming:
+    loader_seconds: float
+    """scikit-learn's loader alone on the same file, timed just before the job."""
     seconds: float
     ingest_seconds: float
 
+    @property
+    def ratio(self) -> float:
+        return self.seconds / self.loader_seconds
 
-def measure_job(text: Path, work: Path, repeats: int) -> JobTiming:
-    """The shipped native entry point as a job runs it (a fresh interpreter, shipped defaults), one step."""
+
+def measure_job(text: Path, work: Path, repeats: int) -> list[JobTiming]:
+    """The shipped native entry point as a job runs it (a fresh interpreter, shipped defaults), one step, `repeats`
+    consecutive times, each beside the loader alone timed just before it (the machine's load moves both alike)."""
     command = [sys.executable, "train_ddp.py", "--train", str(text), "--max-steps", "1", "--model-dir",
                str(work / "model"), "--output-data-dir", str(work / "output"), "--checkpoint-dir",
                str(work / "checkpoints")]
     runs = []
     for _ in range(repeats):
+        loader_seconds = median_seconds(lambda: scikit_learn_loader(text), 1, warm_up=False)
         started = time.perf_counter()
         finished = subprocess.run(command, cwd=TRAINING_CODE, capture_output=True, text=True, check=False)
         seconds = time.perf_counter() - started
@@ -127,8 +147,60 @@ def measure_job(text: Path, work: Path, repeats: int) -> JobTiming:
         ingests = ingest_seconds(finished.stdout)
         if not ingests:
             raise RuntimeError(f"the job logged no `ingest:` line; its output ends:\n{finished.stdout[-2000:]}")
-        runs.append(JobTiming(seconds, sum(ingests)))
-    return sorted(runs, key=lambda run: run.seconds)[len(runs) // 2]
+        runs.append(JobTiming(loader_seconds, seconds, sum(ingests)))
+    return runs
+
+
+@dataclass(frozen=True)
+class ImportTiming:
+    label: str
+    code: str
+    seconds: float
+    """Median over fresh interpreters, from before the import statement to after it."""
+    heavy_modules: tuple[str, ...]
+
+
+IMPORT_PROBE = """import sys, time
+started = time.perf_counter()
+import {module}
+print(time.perf_counter() - started)
+print(" ".join(name for name in {heavy!r} if name in sys.modules))
+"""
+
+
+def time_import(module: str, folder: Path) -> tuple[float, tuple[str, ...]]:
+    """`import module` with `folder` (a training_code tree) first on the path, in a fresh interpreter: its seconds and
+    the HEAVY_MODULES it loaded."""
+    probe = IMPORT_PROBE.format(module=module, heavy=HEAVY_MODULES)
+    env = {**os.environ, "PYTHONPATH": str(folder), "PYTHONDONTWRITEBYTECODE": "1"}
+    finished = subprocess.run([sys.executable, "-c", probe], cwd=folder, env=env, capture_output=True, text=True,
+                              check=False)
+    if finished.returncode:
+        raise RuntimeError(f"import {module} failed in {folder}: {finished.stderr[-2000:]}")
+    *_, seconds, heavy = finished.stdout.splitlines()  # the probe's last two lines
+    return float(seconds), tuple(heavy.split())
+
+
+def revision_tree(ref: str, into: Path) -> Path:
+    """training_code/ as git revision `ref` holds it, unpacked under `into`."""
+    archive = subprocess.run(["git", "archive", ref, "training_code"], cwd=TRAINING_CODE.parent, capture_output=True,
+                             check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into / "training_code"
+
+
+def measure_imports(repeats: int, baseline_ref: str | None, work: Path) -> list[ImportTiming]:
+    """torch and Lightning alone, then each entry point of `baseline_ref` (when given) and of this tree: `repeats`
+    rounds of one fresh interpreter each, so that the machine's load moves every figure alike."""
+    trees = ([(f"before (`{baseline_ref}`)", revision_tree(baseline_ref, work))] if baseline_ref else []) + \
+        [("this tree", TRAINING_CODE)]
+    probes = [("torch", TRAINING_CODE, "`import torch` alone", "-"),
+              ("lightning", TRAINING_CODE, "`import lightning` alone", "-")]
+    probes += [(Path(script).stem, folder, script, code) for script in ENTRY_POINTS for code, folder in trees]
+    rounds = [[time_import(module, folder) for module, folder, _, _ in probes] for _ in range(repeats)]
+    return [ImportTiming(label, code, statistics.median(round_[index][0] for round_ in rounds), rounds[-1][index][1])
+            for index, (_, _, label, code) in enumerate(probes)]
 
 
 def ingest_seconds(log: str) -> list[float]:
@@ -247,22 +319,40 @@ def verdict(one_thread: StageRate, loader: StageRate, threads: int, gpu_rates: d
             "limit while the data fits in GPU memory.")
 
 
-def job_table(baseline: StageRate, ours: StageRate, job: JobTiming | None) -> str:
-    if job is None:
+def job_table(jobs: list[JobTiming]) -> str:
+    if not jobs:
         return "Not run (`--job-repeats 0`)."
-    rows = [["scikit-learn's loader alone, on the same file", f"{baseline.seconds:.2f}", "1.00"],
-            ["ranker.data.channels.read_letor_file alone", f"{ours.seconds:.2f}", f"{ours.seconds / baseline.seconds:.2f}"],
-            ["the whole job: `train_ddp.py --max-steps 1`, launch to exit", f"{job.seconds:.2f}",
-             f"{job.seconds / baseline.seconds:.2f}"],
-            ["  of which ingest (the job's `ingest:` line)", f"{job.ingest_seconds:.2f}",
-             f"{job.ingest_seconds / baseline.seconds:.2f}"],
-            ["  of which everything else (start-up, set-up, the step, evaluation, export)",
-             f"{job.seconds - job.ingest_seconds:.2f}", f"{(job.seconds - job.ingest_seconds) / baseline.seconds:.2f}"]]
-    return markdown_table(["run", "seconds", "x the loader alone"], rows)
+    rows = [[number, f"{job.loader_seconds:.2f}", f"{job.seconds:.2f}", f"{job.ratio:.2f}",
+             f"{job.ingest_seconds:.2f}", f"{job.seconds - job.ingest_seconds:.2f}"]
+            for number, job in enumerate(jobs, 1)]
+    met = sum(job.ratio <= JOB_TARGET for job in jobs)
+    return (markdown_table(["run", "scikit-learn's loader alone, s", "the whole job, launch to exit, s",
+                            "x the loader alone", "of which ingest (its `ingest:` lines), s",
+                            "of which everything else (start-up, set-up, the step, evaluation, export), s"], rows)
+            + f"\n\nTarget: the whole job at most {JOB_TARGET}x of the loader alone in each run: met in {met} of "
+              f"{len(jobs)} consecutive runs.")
 
 
-def render(stages: list[StageRate], job: JobTiming | None, gpu_rates: dict[int, float], gpu_machine: str | None,
-           args: argparse.Namespace, text_mb: float, shard_mb: float, load_at_start: float) -> str:
+def import_table(timings: list[ImportTiming], repeats: int) -> str:
+    if not timings:
+        return "Not run (`--import-repeats 0`)."
+    rows = [[timing.label, timing.code, f"{timing.seconds:.2f}", ", ".join(timing.heavy_modules) or "none"]
+            for timing in timings]
+    table = markdown_table(["import", "code", f"seconds (median of {repeats} fresh interpreters)",
+                            f"of {', '.join(HEAVY_MODULES)}: loaded"], rows)
+    by_label = {(timing.label, timing.code): timing.seconds for timing in timings}
+    torch_alone, lightning_alone = by_label["`import torch` alone", "-"], by_label["`import lightning` alone", "-"]
+    lines = [script + ": " + ", ".join(f"{seconds:.2f} s {code}" for (label, code), seconds in by_label.items()
+                                       if label == script) for script in ENTRY_POINTS]
+    return (f"{table}\n\n" + "; ".join(lines) + f". Beyond torch's {torch_alone:.2f} s, `import lightning` alone takes "
+            f"{lightning_alone - torch_alone:.2f} s: Lightning's own imports (torch._dynamo through lightning.fabric, "
+            "torchmetrics and with it scipy and matplotlib), a fixed cost of train_lightning.py that no setting "
+            "avoids.")
+
+
+def render(stages: list[StageRate], jobs: list[JobTiming], imports: list[ImportTiming], gpu_rates: dict[int, float],
+           gpu_machine: str | None, args: argparse.Namespace, text_mb: float, shard_mb: float,
+           load_at_start: float) -> str:
     one_thread, loader = stages[-2:]
     threads = loader.batches // one_thread.batches
     bytes_per_doc = 4 * args.features + 4  # float32 features and label per document, as the shards store them
@@ -285,8 +375,10 @@ def render(stages: list[StageRate], job: JobTiming | None, gpu_rates: dict[int, 
         f"{one_process.text_bytes / one_process.seconds / 1e6:,.1f} MB/s) against scikit-learn's "
         f"{baseline.text_bytes / baseline.seconds / 1e6:,.1f} MB/s ({baseline.seconds / ours.seconds:.1f}x), the "
         "same arrays (tests/training/test_letor_parser.py).\n\n"
-        "The whole shipped job on that file, against the loader alone (a fresh interpreter, shipped defaults, CPU):"
-        f"\n\n{job_table(baseline, ours, job)}\n\n"
+        "Start-up: what importing each entry point costs (a fresh interpreter each; the job imports before it "
+        f"reads any data):\n\n{import_table(imports, args.import_repeats)}\n\n"
+        f"The whole shipped job on that file, against the loader alone ({len(jobs)} consecutive runs, each a fresh "
+        f"interpreter, shipped defaults, CPU):\n\n{job_table(jobs)}\n\n"
         f"What the GPU trainers consume ({gpu_machine or 'no GPU run recorded'}, from the `{GPU_SECTION}` section; "
         "each rank runs its own loader):\n\n"
         f"{comparison}\n\n{verdict(one_thread, loader, threads, gpu_rates)}\n"
@@ -303,8 +395,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--docs-per-query", type=int, default=100, help="documents per query")
     parser.add_argument("--features", type=int, default=136, help="features per document (MSLR-WEB uses 136)")
     parser.add_argument("--repeats", type=int, default=1, help="timed runs per stage (median)")
-    parser.add_argument("--job-repeats", type=int, default=None,
-                        help="runs of the whole job (default: --repeats; 0 leaves the job out)")
+    parser.add_argument("--job-repeats", type=int, default=3,
+                        help="consecutive runs of the whole job, each beside the loader alone (0 leaves the job out)")
+    parser.add_argument("--import-repeats", type=int, default=5,
+                        help="fresh interpreters per import timing (0 leaves the imports out)")
+    parser.add_argument("--import-baseline", default=None, metavar="GIT_REF",
+                        help="also time the entry points of this git revision, for a before/after in one run")
     parser.add_argument("--stream-batches", type=int, default=40, help="batches the loader serves per timed run")
     parser.add_argument("--doc", type=Path, default=BENCHMARKS_DOC, help="Markdown file to write the section into")
     args = parser.parse_args(argv)
@@ -318,9 +414,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         text = write_letor_text(text_dir, args.queries, args.docs_per_query, args.features)
         docs = args.queries * args.docs_per_query
         stages = [*measure_parse(text, docs, args.repeats), measure_convert(text, shard_dir, docs, args.repeats)]
+        print("timing the entry points' imports ...", flush=True)
+        imports = measure_imports(args.import_repeats, args.import_baseline, Path(work) / "baseline") \
+            if args.import_repeats else []
         print("timing the whole job ...", flush=True)
-        job_repeats = args.repeats if args.job_repeats is None else args.job_repeats
-        job = measure_job(text, Path(work) / "job", job_repeats) if job_repeats else None
+        jobs = measure_job(text, Path(work) / "job", args.job_repeats)
         loader = StreamingBatches(shard_dir, BATCH_QUERIES, rank=0, world_size=1, seed=0, device=torch.device("cpu"))
         stages += [measure_stream(loader, args.stream_batches, args.repeats),
                    measure_fill(loader, args.stream_batches, args.repeats, threads=1),
@@ -328,7 +426,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         text_mb, shard_mb = text.stat().st_size / 1e6, folder_megabytes(shard_dir)
 
     gpu_rates, gpu_machine = recorded_gpu_rates(args.doc)
-    body = render(stages, job, gpu_rates, gpu_machine, args, text_mb, shard_mb, load_at_start)
+    body = render(stages, jobs, imports, gpu_rates, gpu_machine, args, text_mb, shard_mb, load_at_start)
     print(body)
     write_section("data-pipeline", "CPU data path: parsing, the whole job, conversion, streaming loader", body,
                   doc=args.doc)

@@ -34,7 +34,7 @@ from pathlib import Path
 import lightning as L
 import sagemaker_distributed as distributed
 import torch
-from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint, TQDMProgressBar
+from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMonitor, ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
 from lightning.pytorch.strategies import Strategy
 from ranker.config import ConfigError, RunConfig, parse_config
@@ -49,7 +49,7 @@ from ranker.training.selection import SELECTION_METRIC, exported_weights_note
 from ranker.training.session import encoding_rows, model_config_for, write_artifacts
 from sagemaker_distributed import Topology
 from sagemaker_distributed.failure import failure_reported
-from sagemaker_distributed.lightning import SpotInterruptionCheckpoint
+from sagemaker_distributed.lightning import SpotInterruptionCheckpoint, quiet_lightning_console
 
 
 def build_strategy(config: RunConfig, topology: Topology) -> Strategy | str:
@@ -83,8 +83,9 @@ def build_callbacks(config: RunConfig, metric_lines: MetricLines, best: ModelChe
                                every_n_train_steps=config.train.checkpoint_every or None,
                                every_n_epochs=None if config.train.checkpoint_every else 0)
     last = Path(folder) / f"{ModelCheckpoint.CHECKPOINT_NAME_LAST}{ModelCheckpoint.FILE_EXTENSION}"
+    # LearningRateMonitor reads the optimizer's rate, a Python number, on logging steps only: no device read.
     callbacks = [periodic, best, SpotInterruptionCheckpoint(last, config.train.log_every), RandomStatePerRank(),
-                 metric_lines]
+                 metric_lines, LearningRateMonitor(logging_interval="step")]
     if config.train.early_stopping:
         callbacks.append(EarlyStopping(monitor=SELECTION_METRIC, mode="max", patience=config.train.early_stopping))
     return callbacks
@@ -113,6 +114,7 @@ def has_checkpoint(folder: Path) -> bool:
 
 
 def train(config: RunConfig) -> None:
+    quiet_lightning_console()
     topology = distributed.detect_topology()
     seed_everything(config.train.seed, topology.rank)  # each rank its own dropout masks; DDP starts from rank 0's weights
     datamodule = RankingDataModule.from_config(config, topology.local_world_size)
@@ -132,10 +134,10 @@ def train(config: RunConfig) -> None:
     if datamodule.has_test:
         final.update(trainer.test(module, datamodule=datamodule, verbose=False)[0])
     exported = exported_from(best_path) if best_path else {"exported_step": trainer.global_step,
-                                                           "exported_epoch": trainer.current_epoch}
+                                                           "exported_epoch": metric_lines.completed_epochs(trainer)}
     MetricLines.report(trainer, module, exported_weights_note(exported["exported_step"], exported["exported_epoch"]))
-    MetricLines.report(trainer, module, format_metrics({"epoch": trainer.current_epoch, "step": trainer.global_step,
-                                                        **final}))
+    MetricLines.report(trainer, module, format_metrics({"epoch": metric_lines.completed_epochs(trainer),
+                                                        "step": trainer.global_step, **final}))
     if trainer.is_global_zero:
         write_artifacts(config, module.model_config, module.model, metric_lines.history, {**final, **exported})
     trainer.strategy.barrier()
@@ -144,7 +146,7 @@ def train(config: RunConfig) -> None:
 def exported_from(best_path: str) -> dict[str, int]:
     """Steps and completed epochs when the exported weights were saved (at the end of an epoch's validation, before
     Lightning counts that epoch), as the native trainer's metrics.json names them."""
-    saved = torch.load(best_path, map_location="cpu", weights_only=False)
+    saved = torch.load(best_path, map_location="cpu", weights_only=True)
     return {"exported_step": saved["global_step"], "exported_epoch": saved["epoch"] + 1}
 
 

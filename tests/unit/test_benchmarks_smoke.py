@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -217,8 +218,9 @@ def test_data_pipeline_at_a_tiny_size_writes_its_section_and_says_the_gpu_figure
     # Given a doc with another benchmark's section and no GPU figures
     doc = tmp_path / "benchmarks.md"
     write_section("trigger_latency", "Trigger", "kept as is", doc=doc)
-    # When the data benchmark runs at a tiny size
-    data_pipeline.main([*TINY_RUN, "--doc", str(doc)])
+    # When the data benchmark runs at a tiny size, with two job runs and the imports of this revision as a baseline
+    data_pipeline.main([*TINY_RUN, "--job-repeats", "2", "--import-repeats", "1", "--import-baseline", "HEAD",
+                        "--doc", str(doc)])
     # Then its section holds a row per stage with positive rates, says there is nothing to compare with,
     # and leaves the other section alone
     section = _section(doc, "data-pipeline")
@@ -228,11 +230,23 @@ def test_data_pipeline_at_a_tiny_size_writes_its_section_and_says_the_gpu_figure
     # thread and with the default threads
     assert len(stage_rows) == 7
     assert all(float(row.split("|")[3].replace(",", "")) > 0 for row in stage_rows)
-    # and the whole job ran (the benchmark fails if its log lacks the `ingest:` line), ingest a part of its time
-    job_rows = {line.split("|")[1].strip(): line.split("|") for line in section.splitlines() if "|" in line}
-    whole_job = float(job_rows["the whole job: `train_ddp.py --max-steps 1`, launch to exit"][2])
-    ingest = float(job_rows["of which ingest (the job's `ingest:` line)"][2])
-    assert 0 <= ingest < whole_job
+    # and the whole job ran twice (the benchmark fails if its log lacks the `ingest:` line), each run beside the
+    # loader alone, ingest a part of its time, and the target counted over both runs
+    job_rows = [line.split("|") for line in section.splitlines() if line.startswith(("| 1 |", "| 2 |"))]
+    assert len(job_rows) == 2
+    for _, run, loader, job, ratio, ingest, rest, _ in job_rows:
+        # (the table rounds the seconds to 0.01 s: the ratio lies between the bounds those roundings leave)
+        assert float(job) / (float(loader) + 0.005) - 0.01 <= float(ratio) <= \
+            float(job) / max(float(loader) - 0.005, 1e-3) + 0.01
+        assert 0 <= float(ingest) < float(job)
+    assert re.search(r"met in [012] of 2 consecutive runs", section)
+    # and both entry points' imports were timed, before (the baseline revision) and in this tree, beside torch's
+    import_rows = {(line.split("|")[1].strip(), line.split("|")[2].strip()): line.split("|")
+                   for line in section.splitlines() if line.startswith(("| train_", "| `import"))}
+    assert set(import_rows) == {("`import torch` alone", "-"), ("`import lightning` alone", "-")} | {
+        (script, code) for script in data_pipeline.ENTRY_POINTS for code in ("before (`HEAD`)", "this tree")}
+    assert all(float(row[3]) > 0 for row in import_rows.values())
+    assert "lightning" in import_rows["train_lightning.py", "this tree"][4]
     assert "No GPU figures to compare with" in section
     assert _section(doc, "trigger_latency").strip().endswith("kept as is")
     assert "| stream" in capsys.readouterr().out
@@ -242,8 +256,8 @@ def test_data_pipeline_counts_the_loaders_each_recorded_gpu_rate_needs(tmp_path)
     # Given GPU figures one loader surely keeps up with (1 doc/s) and surely cannot (10^12 docs/s)
     doc = tmp_path / "benchmarks.md"
     _gpu_scaling_section(doc, [_result("native", 64, 1, 1.0), _result("native", 8192, 1, 1e12)])
-    # When the data benchmark runs (the whole job left out: the test above runs it)
-    data_pipeline.main([*TINY_RUN, "--job-repeats", "0", "--doc", str(doc)])
+    # When the data benchmark runs (the whole job and the imports left out: the test above runs them)
+    data_pipeline.main([*TINY_RUN, "--job-repeats", "0", "--import-repeats", "0", "--doc", str(doc)])
     # Then each width needs ceil(GPU rate / one loader thread's rate) threads, from the rate it measured
     section = _section(doc, "data-pipeline")
     fill_row = next(line for line in section.splitlines() if line.startswith("| fill"))

@@ -19,9 +19,10 @@ from ranker.training.meter import TrainingMeter
 
 class MetricLines(L.Callback):
     """Every `log_every` steps, one `name=value` line (ranker.log_format) on rank 0 with the mean training loss over
-    those steps on all ranks, documents per second and the learning rate, also sent to the loggers; at the end of each
-    epoch but the last, the validation metrics the module logged. `history` keeps every line for the plots, and
-    travels in checkpoints."""
+    those steps on all ranks, documents per second (both also sent to the loggers; LearningRateMonitor sends the
+    learning rate) and the learning rate; at the end of each epoch but the last, the validation metrics the module
+    logged. Each line's `epoch` counts the epochs completed, as train_ddp.py's lines do. `history` keeps every line
+    for the plots, and travels in checkpoints."""
 
     def __init__(self, log_every: int):
         self.log_every = log_every
@@ -43,7 +44,7 @@ class MetricLines(L.Callback):
             return
         window, _ = self.meter.read(stop_requested=False)
         learning_rate = trainer.optimizers[0].param_groups[0]["lr"]
-        pl_module.log_dict({**window, "learning_rate": learning_rate}, prog_bar=True)
+        pl_module.log_dict(window, prog_bar=True)
         self.last_train_loss = window["train_loss"]
         self.add_line(trainer, pl_module, {**window, "learning_rate": learning_rate})
 
@@ -55,8 +56,13 @@ class MetricLines(L.Callback):
         self.add_line(trainer, pl_module, {name: float(value) for name, value in trainer.callback_metrics.items()
                                            if name.startswith("val_")})
 
+    def completed_epochs(self, trainer: L.Trainer) -> int:
+        """Epochs done after the current step, which train_ddp.py reports as `epoch` (Lightning's `current_epoch` is
+        the one running, and counts from 0): the end-of-epoch validation of the first epoch says `epoch=1`."""
+        return trainer.global_step // trainer.num_training_batches
+
     def add_line(self, trainer: L.Trainer, pl_module: L.LightningModule, metrics: dict[str, float]) -> None:
-        line = {"epoch": trainer.current_epoch, "step": trainer.global_step, **metrics}
+        line = {"epoch": self.completed_epochs(trainer), "step": trainer.global_step, **metrics}
         if trainer.is_global_zero:
             self.history.append(line)
         self.report(trainer, pl_module, format_metrics(line))

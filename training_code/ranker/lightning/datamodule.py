@@ -17,7 +17,6 @@ import torch
 from ranker.config import DataConfig, RunConfig
 from ranker.data.batches import Batch, DeviceQueries, EpochBatches, QueryBatches
 from ranker.data.channels import RankingData
-from ranker.data.streaming import StreamingBatches
 from ranker.training.session import load_splits
 
 EVALUATION_BATCH_QUERIES = 256
@@ -105,6 +104,8 @@ class RankingDataModule(L.LightningDataModule):
     def epoch_batches(self) -> EpochBatches:
         rank, world_size, device = self.trainer.global_rank, self.trainer.world_size, self.trainer.strategy.root_device
         if self.data.streaming:
+            from ranker.data.streaming import StreamingBatches  # with --streaming true only
+
             return StreamingBatches(self.data.train, self.batch_size, rank, world_size, self.seed, device,
                                     log1p=self.data.log1p, threads=self.data.loader_threads)
         return QueryBatches(self.device_splits["train"], self.batch_size, rank, world_size, self.seed)

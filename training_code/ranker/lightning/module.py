@@ -1,22 +1,28 @@
 """The ranking MLP as a LightningModule: the loss, AdamW with the warm-up/cosine schedule stepped every batch, and
-NDCG@k on the validation and test queries. The Trainer does the rest (devices, DDP, bf16 autocast, checkpoints)."""
+NDCG@k on the validation and test queries. The Trainer does the rest (devices, DDP, bf16 autocast, checkpoints).
+
+Its two configs are saved as hyperparameters, so `RankingModule.load_from_checkpoint(path)` rebuilds the model from a
+`.ckpt` alone."""
 
 from __future__ import annotations
 
+import dataclasses
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import lightning as L
 import torch
 from torch import nn
+from torchmetrics import MeanMetric, MetricCollection
 
 from ranker.config import ModelConfig, TrainConfig
 from ranker.data.batches import Batch
 from ranker.model.losses import LOSSES
-from ranker.model.metrics import ndcg_sums
+from ranker.model.metrics import NDCG_CUTOFFS, ndcg_per_query
 from ranker.training import engine
-from ranker.training.checkpoint import refuse_other_shapes
-from ranker.training.session import evaluation_metrics
+from ranker.training.checkpoint import refuse_other_shapes, shape_differences
 
 
 @dataclass(frozen=True)
@@ -28,16 +34,50 @@ class TrainingWrapper:
     module: nn.Module
 
 
+def config_from_dict(config_class: type, values: Mapping[str, Any]) -> Any:
+    """`config_class` rebuilt from what `dataclasses.asdict` made of one (nested configs included): the configs as
+    the module's checkpoints hold them."""
+    types = typing.get_type_hints(config_class)
+    return config_class(**{name: config_from_dict(types[name], value) if dataclasses.is_dataclass(types[name])
+                           else value for name, value in values.items()})
+
+
+def query_means(prefix: str, with_loss: bool) -> MetricCollection:
+    """`{prefix}_ndcg@k` (and `{prefix}_loss`) as means over the queries of every rank. Each rank adds its sums and
+    query counts; when Lightning computes the logged metrics at the end of the loop, torchmetrics gathers every rank's
+    sums (all_gather, which every backend supports, smddp included: it has no ReduceOp.AVG) and adds them up, once."""
+    names = [f"{prefix}_ndcg@{k}" for k in NDCG_CUTOFFS] + ([f"{prefix}_loss"] if with_loss else [])
+    # nan_strategy="disable": no NaN check, which would read every batch's values back to the host.
+    return MetricCollection({name: MeanMetric(nan_strategy="disable") for name in names}, compute_groups=False)
+
+
 class RankingModule(L.LightningModule):
-    def __init__(self, model_config: ModelConfig, train_config: TrainConfig):
+    """Takes the two configs as dataclasses, or as the plain dictionaries its checkpoints hold them in."""
+
+    def __init__(self, model_config: ModelConfig | Mapping[str, Any], train_config: TrainConfig | Mapping[str, Any]):
         super().__init__()
+        if isinstance(model_config, Mapping):
+            model_config = config_from_dict(ModelConfig, model_config)
+        if isinstance(train_config, Mapping):
+            train_config = config_from_dict(TrainConfig, train_config)
         self.model_config, self.train_config = model_config, train_config
+        # As plain values: Lightning's load_from_checkpoint reads them with torch.load's weights_only loading (the
+        # default from torch 2.6), which refuses arbitrary classes, and the loggers' hparams.yaml can write them.
+        self.save_hyperparameters({"model_config": dataclasses.asdict(model_config),
+                                   "train_config": dataclasses.asdict(train_config)})
         self.model = engine.build_model(model_config, torch.device("cpu"))
         self.loss_function = LOSSES[train_config.loss]
         self.training_wrapper: TrainingWrapper | None = None
+        self.validation_metrics = query_means("val", with_loss=True)
+        self.test_metrics = query_means("test", with_loss=False)
+        # One query of one document: the model summary shows each layer's sizes and FLOPs per document.
+        self.example_input_array = torch.zeros(1, 1, model_config.num_features)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        refuse_other_shapes(checkpoint["state_dict"], self, self.trainer.ckpt_path)
+        # A Trainer resuming from the checkpoint folder can meet another run's checkpoint there. load_from_checkpoint
+        # builds this module from the checkpoint's own hyperparameters: the shapes match, and no Trainer is attached.
+        if shape_differences(checkpoint["state_dict"], self):
+            refuse_other_shapes(checkpoint["state_dict"], self, self.trainer.ckpt_path)
 
     def train_through(self, wrapper: nn.Module) -> None:
         """Runs the training steps through `wrapper` (around `self.model`) and builds the optimizer for it; the
@@ -61,35 +101,26 @@ class RankingModule(L.LightningModule):
         optimizer = engine.build_optimizer(self.trained, self.train_config, self.device)
         scheduler = engine.build_scheduler(optimizer, self.trainer.estimated_stepping_batches,
                                            self.train_config.warmup_fraction)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+        # The name is what LearningRateMonitor logs the rate as: the metric lines' name for it.
+        return {"optimizer": optimizer,
+                "lr_scheduler": {"scheduler": scheduler, "interval": "step", "name": "learning_rate"}}
 
-    # Validation and test add up NDCG@k and loss sums over this rank's queries (ranker.lightning.datamodule.EvaluationBatches)
-    # on the device; one all-reduce SUM at the end of the loop turns them into means over all queries.
-
-    def on_validation_epoch_start(self) -> None:
-        self.evaluation_totals = torch.zeros(6, device=self.device)
+    # Validation and test score this rank's queries (ranker.lightning.datamodule.EvaluationBatches); the metric
+    # objects are logged, so Lightning computes, logs and resets them at the end of the loop.
 
     def validation_step(self, batch: Batch, batch_idx: int) -> None:
-        self.add_to_totals(batch)
-
-    def on_validation_epoch_end(self) -> None:
-        self.log_dict(self.reduce_totals("val"))
-
-    def on_test_epoch_start(self) -> None:
-        self.evaluation_totals = torch.zeros(6, device=self.device)
+        self.log_dict(self.score(batch, self.validation_metrics, "val"))
 
     def test_step(self, batch: Batch, batch_idx: int) -> None:
-        self.add_to_totals(batch)
+        self.log_dict(self.score(batch, self.test_metrics, "test"))
 
-    def on_test_epoch_end(self) -> None:
-        self.log_dict(self.reduce_totals("test"))
-
-    def add_to_totals(self, batch: Batch) -> None:
+    def score(self, batch: Batch, metrics: MetricCollection, prefix: str) -> MetricCollection:
         features, labels, mask = batch
         scores = self(features)
-        self.evaluation_totals[:5] += ndcg_sums(scores, labels, mask)
-        self.evaluation_totals[5] += self.loss_function(scores, labels, mask) * features.shape[0]
-
-    def reduce_totals(self, prefix: str) -> dict[str, float]:
-        totals = self.trainer.strategy.reduce(self.evaluation_totals, reduce_op="sum")
-        return evaluation_metrics(totals, prefix)
+        for k in NDCG_CUTOFFS:
+            metrics[f"{prefix}_ndcg@{k}"].update(ndcg_per_query(scores, labels, mask, k))
+        if f"{prefix}_loss" in metrics:
+            # The batch's mean loss once per query, rather than as `weight=`: torchmetrics 1.9 drops the weights
+            # under nan_strategy="disable".
+            metrics[f"{prefix}_loss"].update(self.loss_function(scores, labels, mask).expand(features.shape[0]))
+        return metrics

@@ -106,14 +106,20 @@ def restore_training_state(folder: Path, model: torch.nn.Module, rank: int, worl
     return state
 
 
+def shape_differences(saved: dict[str, torch.Tensor], model: torch.nn.Module) -> list[str]:
+    """The tensors whose shapes differ between `saved` and `model` (or that only one of them has), each as
+    `name: checkpoint (...) vs this run (...)`; empty when the checkpoint fits the model."""
+    expected = {name: tuple(value.shape) for name, value in model.state_dict().items()}
+    found = {name: tuple(value.shape) for name, value in saved.items()}
+    return [f"{name}: checkpoint {found.get(name)} vs this run {expected.get(name)}"
+            for name in sorted(expected.keys() | found.keys()) if expected.get(name) != found.get(name)]
+
+
 def refuse_other_shapes(saved: dict[str, torch.Tensor], model: torch.nn.Module, path: Path) -> None:
     """A checkpoint of another model or data shape (width, layers, feature count) is some other run's: resuming it
     would fail deep in `load_state_dict`, or worse, continue a stranger's training."""
-    expected = {name: tuple(value.shape) for name, value in model.state_dict().items()}
-    found = {name: tuple(value.shape) for name, value in saved.items()}
-    if found != expected:
-        differing = sorted(name for name in expected.keys() | found.keys() if expected.get(name) != found.get(name))
-        detail = ", ".join(f"{name}: checkpoint {found.get(name)} vs this run {expected.get(name)}"
-                           for name in differing[:3])
-        raise ConfigError(f"checkpoint_dir: {path} holds a checkpoint of another model or data shape ({detail}); "
-                          "pass --checkpoint-dir with a folder of this run's own, or empty that folder")
+    differing = shape_differences(saved, model)
+    if differing:
+        raise ConfigError(f"checkpoint_dir: {path} holds a checkpoint of another model or data shape "
+                          f"({', '.join(differing[:3])}); pass --checkpoint-dir with a folder of this run's own, or "
+                          "empty that folder")

@@ -5,11 +5,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # training hosts have no display
-import matplotlib.pyplot as plt  # noqa: E402
-
 Curve = tuple[str, list[float], list[float]]
 FIGURES = (("loss.png", ("train_loss", "val_loss"), "loss"), ("ndcg.png", ("val_ndcg@",), "NDCG"))
 _CUTOFF = re.compile(r"^(.*@)(\d+)$")
@@ -19,6 +14,13 @@ def plot_curves(history: list[dict[str, float]], folder: Path,
                 final_metrics: dict[str, float] | None = None) -> list[Path]:
     """`loss.png` (train and validation loss) and `ndcg.png` (validation NDCG@k) against the step, the final
     evaluation (`metrics.json`'s values) included as the last point."""
+    # Imported here, once the run has trained: matplotlib takes longer to import than the rest of the entry point
+    # beside torch (docs/benchmarks.md, CPU data path), and a job that fails earlier needs none of it.
+    import matplotlib
+
+    matplotlib.use("Agg")  # training hosts have no display
+    import matplotlib.pyplot as plt
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     written = []

@@ -19,7 +19,6 @@ from ranker.config import ConfigError, ModelConfig, RunConfig, parse_config
 from ranker.data import channels as ranking_data
 from ranker.data import shards
 from ranker.data.batches import DeviceQueries, EpochBatches, QueryBatches
-from ranker.data.streaming import StreamingBatches
 from ranker.gpu import fast_paths
 from ranker.model import export, portable
 from ranker.model.encoding import FIT_ROWS
@@ -62,6 +61,8 @@ class Session:
     def training_batches(self) -> EpochBatches:
         config, topology = self.config.train, self.topology
         if self.train is None:
+            from ranker.data.streaming import StreamingBatches  # with --streaming true only
+
             return StreamingBatches(self.config.data.train, config.batch_size, topology.rank, topology.world_size,
                                     config.seed, self.device, log1p=self.config.data.log1p,
                                     threads=self.config.data.loader_threads)

@@ -1,0 +1,32 @@
+"""An entry point imports what every run needs and nothing more: the plots' matplotlib, the streaming loader,
+Lightning and the libraries it brings (torchmetrics, scipy, torch.compile's machinery) only where a run uses them.
+Each import is checked in a fresh interpreter, as a job starts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from training_launch import TRAINING_CODE, script_env
+
+# Modules some runs need and others not; the native entry point loads none of them at import.
+SOMETIMES_NEEDED = ("lightning", "torchmetrics", "scipy", "sklearn", "matplotlib", "torch._dynamo",
+                    "ranker.data.streaming")
+
+
+def modules_loaded_by(module: str) -> set[str]:
+    probe = f"import sys, {module}; print(' '.join(name for name in {SOMETIMES_NEEDED!r} if name in sys.modules))"
+    finished = subprocess.run([sys.executable, "-c", probe], cwd=TRAINING_CODE, env=script_env(), capture_output=True,
+                              text=True, timeout=120, check=True)
+    return set(finished.stdout.split())
+
+
+def test_importing_train_ddp_loads_none_of_the_sometimes_needed_modules():
+    assert modules_loaded_by("train_ddp") == set()
+
+
+@pytest.mark.parametrize("module", ["train_ddp", "train_lightning"])
+def test_neither_entry_point_loads_the_streaming_loader_or_scikit_learn_at_import(module):
+    # Lightning itself imports torchmetrics (and through it scipy and matplotlib) and torch._dynamo
+    assert not modules_loaded_by(module) & {"ranker.data.streaming", "sklearn"}

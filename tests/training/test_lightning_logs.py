@@ -1,0 +1,100 @@
+"""What a user of train_lightning.py sees and keeps: a log without warnings or advertisements, metric lines numbered
+like train_ddp.py's, and a `.ckpt` that rebuilds the model on its own."""
+
+from __future__ import annotations
+
+import logging
+import re
+import warnings
+
+import pytest
+import torch
+from ranker.data.channels import load_channel
+from ranker.lightning.module import RankingModule
+from ranker.log_format import parse_metrics
+from ranker.model.export import load_scorer
+from sagemaker_distributed.lightning.console import LIGHTNING_INFO_LOGGER, quiet_lightning_console
+from training_launch import TINY_MODEL_FLAGS, run_dirs, run_script
+
+# 64 queries, 2 ranks x 4 queries: 6 steps an epoch, 3 epochs, a metric line every 4 steps.
+TWO_RANKS = ["--batch-size", "4", "--epochs", "3", "--loss", "pointwise", *TINY_MODEL_FLAGS]
+
+# A Python warning as printed: `path/to/module.py:LINE: [Category: ]message`.
+WARNING_LINE = re.compile(r"\.py:\d+: ")
+ADVERTISEMENT = re.compile(r"Tip:|litlogger|litmodels|lightning\.ai", re.IGNORECASE)
+
+
+@pytest.fixture(scope="module")
+def two_rank_runs(tmp_path_factory, synthetic_channel):
+    """Both entry points on the same data and flags, 2 gloo ranks each under torchrun."""
+    runs = {}
+    for script in ("train_ddp.py", "train_lightning.py"):
+        dirs = run_dirs(tmp_path_factory.mktemp(script))
+        runs[script] = (dirs, run_script(script, ["--train", str(synthetic_channel), *TWO_RANKS, *dirs.flags()],
+                                         nproc=2))
+    return runs
+
+
+def metric_lines(output: str) -> list[dict[str, float]]:
+    return [metrics for metrics in map(parse_metrics, output.splitlines()) if metrics]
+
+
+@pytest.mark.slow
+def test_a_two_rank_lightning_run_prints_no_warning_and_no_advertisement(two_rank_runs):
+    _, result = two_rank_runs["train_lightning.py"]
+    log = (result.stdout + result.stderr).splitlines()
+    assert [line for line in log if WARNING_LINE.search(line) or "Warning" in line] == []
+    assert [line for line in log if ADVERTISEMENT.search(line)] == []
+    # The model summary counts the model's FLOPs (for one document) instead of printing zero
+    assert "Total FLOPs: 0" not in result.stdout and re.search(r"Total FLOPs: [1-9]", result.stdout)
+
+
+@pytest.mark.slow
+def test_both_trainers_number_every_metric_line_alike(two_rank_runs):
+    native = metric_lines(two_rank_runs["train_ddp.py"][1].stdout)
+    lightning = metric_lines(two_rank_runs["train_lightning.py"][1].stdout)
+    # Then every line has the same epoch, step and metric names in both, the first epoch's validation saying epoch=1
+    assert [(line["epoch"], line["step"], sorted(line)) for line in lightning] == \
+           [(line["epoch"], line["step"], sorted(line)) for line in native]
+    assert next(line for line in lightning if "val_ndcg@10" in line)["epoch"] == 1
+    # And the validation metrics, reduced over both ranks, agree too
+    for ours, theirs in zip(lightning, native):
+        for name in (name for name in ours if name.startswith("val_")):
+            assert ours[name] == pytest.approx(theirs[name], abs=1e-5), name
+
+
+@pytest.mark.slow
+def test_the_checkpoint_alone_rebuilds_the_model_and_scores_a_batch(two_rank_runs, synthetic_channel):
+    dirs, _ = two_rank_runs["train_lightning.py"]
+    # When the .ckpt is loaded with nothing else, under weights_only loading (torch's default from 2.6)
+    module = RankingModule.load_from_checkpoint(dirs.checkpoint_dir / "last.ckpt", map_location="cpu",
+                                                weights_only=True).eval()
+    # Then it is the trained model: the same scores as the exported scorer of the same run
+    features = torch.from_numpy(load_channel(synthetic_channel).features[:20])
+    with torch.no_grad():
+        scores = module(features.unsqueeze(0)).squeeze(0)
+    assert scores.shape == (20,) and torch.isfinite(scores).all()
+    torch.testing.assert_close(scores, load_scorer(dirs.model_dir)(features))
+    assert module.model_config.width == 16 and module.train_config.loss == "pointwise"
+
+
+def test_the_quiet_console_drops_lightnings_tips_and_passes_its_other_lines(caplog):
+    quiet_lightning_console()
+    logger = logging.getLogger(LIGHTNING_INFO_LOGGER)
+    with caplog.at_level(logging.INFO, logger=LIGHTNING_INFO_LOGGER):
+        logger.info("💡 Tip: For seamless cloud logging and experiment tracking, try installing [litlogger]")
+        logger.info("GPU available: False, used: False")
+    assert [record.getMessage() for record in caplog.records] == ["GPU available: False, used: False"]
+
+
+def test_the_quiet_console_ignores_the_leafspec_warning_from_lightning_only():
+    message = "`isinstance(treespec, LeafSpec)` is deprecated, use `isinstance(treespec, TreeSpec)` instead."
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        quiet_lightning_console()
+        for module in ("lightning.pytorch.utilities._pytree", "ranker.data.batches"):
+            warnings.warn_explicit(message, FutureWarning, "file.py", 1, module=module)
+        warnings.warn_explicit("another deprecation", FutureWarning, "file.py", 1,
+                               module="lightning.pytorch.utilities._pytree")
+    assert [(str(w.message), w.category) for w in caught] == [(message, FutureWarning),
+                                                               ("another deprecation", FutureWarning)]
