@@ -29,7 +29,7 @@ SOURCE_BUNDLE_URI = f"s3://{ARTIFACTS_BUCKET}/code/sourcedir.tar.gz"
 TRAIN_URI = f"s3://{DATA_BUCKET}/datasets/toy/v1/train/"
 TERMINAL = ("Completed", "Failed", "Stopped")
 TRAINING_CODE = Path(__file__).resolve().parents[2] / "training_code"
-DEMO_QUERIES = 64
+DEMO_QUERIES = 128  # enough whole queries for 2 ranks x the default 32 per batch
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ def test_the_data_has_mslr_web30k_s_shape():
 
 def test_a_toy_run_measures_the_three_paths_and_writes_its_section(tmp_path, capsys):
     doc = tmp_path / "benchmarks.md"
-    gpu_portable_path.main(["--queries", "20", "--max-docs", "6", "--warmup-steps", "1", "--steps-per-window", "1",
+    gpu_portable_path.main(["--queries", "48", "--max-docs", "6", "--warmup-steps", "1", "--steps-per-window", "1",
                             "--windows", "1", "--repeats", "1", "--doc", str(doc)])
     section = doc.read_text()
     rows = {line.split(" | ")[0].lstrip("| "): line for line in section.splitlines() if line.startswith("| ")}

@@ -58,5 +58,9 @@ class PiecewiseLinearEncoding(nn.Module):
         return self
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        position = (features.unsqueeze(-1) - self.lower_edges) * self.inverse_widths
-        return position.clamp(0, 1).flatten(-2)
+        # Each feature repeated once per bin against the flattened edges: the same values as broadcasting
+        # `features[..., None]` against the `[features, bins]` edges and flattening, in a form torch 2.2's torch.export
+        # can trace with a dynamic document count (the broadcast form trips its shape solver).
+        repeated = features.repeat_interleave(self.bins, dim=-1)
+        position = (repeated - self.lower_edges.flatten()) * self.inverse_widths.flatten()
+        return position.clamp(0, 1)
