@@ -84,8 +84,7 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
     config = parse_config(argv, env, description)
     topology = distributed.detect_topology(env)
     device = distributed.device_for(topology)
-    backend = distributed.resolve_backend(config.train.backend, topology, device.type == "cuda",
-                                          distributed.smddp_available() if topology.launcher == "mpirun" else False)
+    backend = distributed.resolve_backend(config.train.backend, topology, device.type == "cuda")
     path = fast_paths.choose(config.train, device.type, topology.world_size, backend)
     if topology.is_main:
         print(path.describe(), flush=True)
