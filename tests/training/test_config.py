@@ -80,7 +80,7 @@ def test_missing_training_channel_says_how_to_give_one():
     (["--validation-fraction", "1"], "--validation-fraction: bad value 1.0: use a number > 0 and < 1"),
     (["--epochs", "0"], "--epochs: bad value 0: train for at least 1 epoch or set --max-steps"),
     (["--precision", "fp16"], "argument --precision: invalid choice: 'fp16' (choose from 'bf16', 'fp32')"),
-    (["--loss", "lambdarank"], "argument --loss: invalid choice: 'lambdarank' (choose from 'graded_listwise', 'listwise', 'pointwise')"),
+    (["--loss", "lambdarank"], "argument --loss: invalid choice: 'lambdarank' (choose from 'pairwise', 'graded_listwise', 'listwise', 'pointwise')"),
     # Values of the wrong type, and flags the scripts do not have
     (["--epochs", "ten"], "argument --epochs: invalid int value: 'ten'"),
     (["--log1p", "maybe"], "argument --log1p: expected true or false, got 'maybe'"),

@@ -1,4 +1,4 @@
-"""The model's fitted input encoding and the graded listwise loss, against values worked out by hand."""
+"""The model's fitted input encoding and the ranking losses, against values worked out by hand."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 from ranker.config import ModelConfig
 from ranker.model.encoding import PiecewiseLinearEncoding
-from ranker.model.losses import graded_listwise_loss
+from ranker.model.losses import graded_listwise_loss, pairwise_logistic_loss
 from ranker.model.mlp import RankingMLP
 
 
@@ -57,3 +57,26 @@ def test_graded_listwise_loss_is_the_cross_entropy_against_normalised_gains_and_
     log_normaliser = math.log(math.exp(1) + math.exp(0) + math.exp(-1))
     expected = -(0.75 * (1 - log_normaliser) + 0.25 * (-1 - log_normaliser))
     assert loss.item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_pairwise_loss_averages_the_logistic_loss_of_every_differently_labelled_pair_and_ignores_padding():
+    # Given a query with labels 2, 0, 1 (pairs 1>2, 1>3, 3>2), one whose documents all share a label (no pair), and
+    # a padded slot holding a high label and score
+    scores = torch.tensor([[1.0, 0.0, -1.0, 5.0], [0.3, 0.1, 0.2, 0.0]])
+    labels = torch.tensor([[2.0, 0.0, 1.0, 4.0], [1.0, 1.0, 1.0, 0.0]])
+    mask = torch.tensor([[True, True, True, False], [True, True, True, False]])
+    # When the loss is computed
+    loss = pairwise_logistic_loss(scores, labels, mask)
+    # Then it is the mean of log(1 + exp(-(s_better - s_worse))) over the three ordered pairs of the first query
+    margins = [1.0 - 0.0, 1.0 - -1.0, -1.0 - 0.0]
+    expected = sum(math.log1p(math.exp(-margin)) for margin in margins) / 3
+    assert loss.item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_pairwise_loss_is_blind_to_a_shift_of_a_querys_scores_and_falls_as_the_order_comes_right():
+    labels = torch.tensor([[3.0, 1.0, 0.0]])
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    right, wrong = torch.tensor([[2.0, 1.0, 0.0]]), torch.tensor([[0.0, 1.0, 2.0]])
+    assert pairwise_logistic_loss(right + 7, labels, mask).item() == pytest.approx(
+        pairwise_logistic_loss(right, labels, mask).item(), rel=1e-6)
+    assert pairwise_logistic_loss(right, labels, mask) < pairwise_logistic_loss(wrong, labels, mask)

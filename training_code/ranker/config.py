@@ -99,12 +99,12 @@ class ModelConfig:
     encoding: str = field(default="piecewise", metadata=allowed(choices=("piecewise", "none")))
     """Input encoding fitted on the training channel and kept in the model: `piecewise` (each feature as `bins`
     piecewise-linear values between its own training quantiles, ranker.model.encoding) or `none` (the raw values)."""
-    bins: int = field(default=8, metadata=allowed(minimum=1))
+    bins: int = field(default=16, metadata=allowed(minimum=1))
     """Bins per feature of the piecewise-linear encoding (fewer where a feature has fewer distinct values); the first
     dense layer takes `num_features * bins` inputs."""
     output_bias: bool = True
-    """Bias on the scoring layer. The listwise losses are blind to a constant added to every score, so its gradient
-    there is pure rounding noise that Adam would amplify; runs with those losses turn it off."""
+    """Bias on the scoring layer. The pairwise and listwise losses are blind to a constant added to every score, so
+    its gradient there is pure rounding noise that Adam would amplify; runs with those losses turn it off."""
 
 
 @dataclass(frozen=True)
@@ -159,8 +159,10 @@ class TrainConfig:
     """AdamW's decoupled weight decay."""
     warmup_fraction: float = field(default=0.05, metadata=allowed(minimum=0, below=1))
     """Share of all steps spent warming the learning rate up linearly."""
-    loss: str = field(default="graded_listwise", metadata=allowed(choices=("graded_listwise", "listwise", "pointwise")))
-    """`graded_listwise` (softmax cross-entropy per query against targets proportional to NDCG's gains
+    loss: str = field(default="pairwise",
+                      metadata=allowed(choices=("pairwise", "graded_listwise", "listwise", "pointwise")))
+    """`pairwise` (RankNet: logistic loss on every pair of a query's documents with different labels),
+    `graded_listwise` (softmax cross-entropy per query against targets proportional to NDCG's gains
     2^label - 1), `listwise` (against softmax(label), ListNet top-1) or `pointwise` (MSE on the labels)."""
     early_stopping: int = field(default=0, metadata=allowed(minimum=0))
     """Stop after this many validations in a row (one per epoch) without a better validation NDCG@10; 0 trains

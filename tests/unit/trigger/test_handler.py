@@ -382,7 +382,7 @@ def _expect_rejection_notice(sns_stub) -> None:
     ({"epochs": "ten"}, "hyperparameters.epochs='ten' is refused by --epochs: use a whole number"),
     ({"dropout": 1.5}, "hyperparameters.dropout=1.5 is refused by --dropout: use a number >= 0 and < 1"),
     ({"learning_rate": -1}, "hyperparameters.learning_rate=-1 is refused by --learning-rate: use a number > 0"),
-    ({"loss": "lambdarank"}, "hyperparameters.loss='lambdarank' is refused by --loss: use one of graded_listwise, listwise, pointwise"),
+    ({"loss": "lambdarank"}, "hyperparameters.loss='lambdarank' is refused by --loss: use one of pairwise, graded_listwise, listwise, pointwise"),
     ({"log1p": "maybe"}, "hyperparameters.log1p='maybe' is refused by --log1p: use true or false"),
 ])
 def test_a_hyperparameter_the_project_scripts_refuse_is_refused_in_dry_run_before_any_call(
