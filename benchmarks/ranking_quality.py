@@ -25,17 +25,23 @@ them. Test NDCG@10 is scikit-learn's definition (ranker.model.metrics), on the s
 to model is each run's wall time from launch to its model on disk, text parsing included. LightGBM is a
 benchmark-only peer: `pip install lightgbm==4.7.0` (benchmarks/requirements-ranking-quality.txt). Table on stdout;
 section `ranking-quality-<size>` in docs/benchmarks.md.
+
+A call cut short (a machine's time limit: the GPU size takes about ten minutes on 16 cores) resumes: run it again
+with the same `--work DIR`. The data written with the same sizes and every run that finished are kept there, so only
+the runs still missing are launched, and the table holds them all.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import shutil
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +83,34 @@ def write_letor_sample(folder: Path, sample: Path) -> tuple[Path, Path]:
             synthetic.write_letor(test, folder, with_qid=True, name="rank.test"))
 
 
+def written_data(folder: Path, recipe: dict, write: Callable[[], tuple[Path, Path]]) -> tuple[Path, Path]:
+    """The dataset's training and test files: those already in `folder` when they were written from the same
+    `recipe` (a resumed call), else freshly written, which also forgets every run recorded on the old files."""
+    stamp, train, test = folder / "recipe.json", folder / "rank.train", folder / "rank.test"
+    if stamp.exists() and json.loads(stamp.read_text()) == recipe and train.exists() and test.exists():
+        print(f"[{folder.name}] reusing the data in {folder}", flush=True)
+        return train, test
+    shutil.rmtree(folder / "results", ignore_errors=True)
+    started = time.perf_counter()
+    paths = write()
+    stamp.write_text(json.dumps(recipe))
+    print(f"[{folder.name}] data written in {time.perf_counter() - started:.0f} s", flush=True)
+    return paths
+
+
+def recorded(record: Path, launch: Callable[[], tuple[Run, str]]) -> tuple[Run, str]:
+    """A run's result as an earlier call recorded it in `record`, else `launch()`'s, recorded there when it
+    finished (a failed run, without events, is tried again next time)."""
+    if record.exists():
+        saved = json.loads(record.read_text())
+        return Run(**saved["run"]), saved["note"]
+    run, note = launch()
+    if run.events:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"run": dataclasses.asdict(run), "note": note}))
+    return run, note
+
+
 def exported_step(run_folder: Path) -> str:
     metrics = json.loads((run_folder / "model" / "metrics.json").read_text())
     return f"step {metrics['exported_step']} (epoch {metrics['exported_epoch']})"
@@ -84,22 +118,25 @@ def exported_step(run_folder: Path) -> str:
 
 def run_dataset(dataset: str, train: Path, test: Path, args: argparse.Namespace, work: Path,
                 env: dict[str, str]) -> list[tuple[Run, str]]:
-    """Every chosen run on one dataset, each with a note (where its exported weights come from)."""
-    results = []
-    for name in ("native", "lightning", "previous"):
-        if name not in args.runs:
-            continue
+    """Every chosen run on one dataset, each with a note (where its exported weights come from); runs recorded in
+    the dataset's folder by an earlier call on the same data are read back, not run again."""
+    def trainer(name: str) -> tuple[Run, str]:
         print(f"[{dataset}] running {RUN_LABELS[name]} ...", flush=True)
-        entry_point = ENTRY_POINTS.get(name, ENTRY_POINTS["native"])
         flags = PREVIOUS_RECIPE if name == "previous" else ()
-        run = run_project(entry_point, args.gpus, train, test, None, work, env, flags=flags, name=f"{dataset}-{name}")
+        run = run_project(ENTRY_POINTS.get(name, ENTRY_POINTS["native"]), args.gpus, train, test, None, work, env,
+                          flags=flags, name=f"{dataset}-{name}")
         run.name = RUN_LABELS[name]
-        results.append((run, f"exports {exported_step(work / f'{dataset}-{name}-{args.gpus}')}"))
-    if "lightgbm" in args.runs:
+        return run, f"exports {exported_step(work / f'{dataset}-{name}-{args.gpus}')}"
+
+    def lightgbm() -> tuple[Run, str]:
         print(f"[{dataset}] running LightGBM ...", flush=True)
         run = run_lightgbm(train, test, args.lightgbm_rounds, work, args.threads)
-        results.append((run, run.note))
-    return results
+        return run, run.note
+
+    launchers = {"native": lambda: trainer("native"), "lightning": lambda: trainer("lightning"),
+                 "previous": lambda: trainer("previous"), "lightgbm": lightgbm}
+    return [recorded(work / dataset / "results" / f"{name}-{args.gpus}.json", launchers[name])
+            for name in launchers if name in args.runs]
 
 
 def render(tables: dict[str, list[tuple[Run, str]]], descriptions: dict[str, str], args: argparse.Namespace,
@@ -164,17 +201,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="ranking-quality-") as temporary:
         work = args.work or Path(temporary)
         for dataset in args.datasets.split(","):
-            folder = work / dataset
-            started = time.perf_counter()
+            folder, recipe = work / dataset, {"dataset": dataset, **size}
+            shape = (size["queries"], size["docs_per_query"], size["features"])
             if dataset == "search":
-                train, test = write_search(folder, size["queries"], size["docs_per_query"], size["features"])
+                train, test = written_data(folder, recipe, lambda: write_search(folder, *shape))
             elif dataset == "tanh":
-                train, test = generate_dataset(folder, size["queries"], size["docs_per_query"], size["features"])
+                train, test = written_data(folder, recipe, lambda: generate_dataset(folder, *shape))
             elif dataset == "letor-sample":
-                train, test = write_letor_sample(folder, args.letor_sample)
+                train, test = written_data(folder, {"dataset": dataset, "sample": str(args.letor_sample)},
+                                           lambda: write_letor_sample(folder, args.letor_sample))
             else:
                 parser.error(f"--datasets: unknown dataset {dataset!r}: use search, tanh or letor-sample")
-            print(f"[{dataset}] data written in {time.perf_counter() - started:.0f} s", flush=True)
             descriptions[dataset] = describe(train, test)
             tables[dataset] = run_dataset(dataset, train, test, args, work, env)
 

@@ -30,3 +30,42 @@ def test_the_table_holds_each_run_against_lightgbm_from_the_same_dataset():
                                   {"search": "a description"}, args, "a machine")
     assert "| search | train_ddp.py, shipped defaults | 0.7950 | -0.0050 | 10.0 | 6.0 | exports step 7 (epoch 1) |" in body
     assert "| search | LightGBM lambdarank | 0.8000 | +0.0000 |" in body
+
+
+def test_a_resumed_call_reuses_data_written_from_the_same_recipe_and_rewrites_it_for_another(tmp_path,
+                                                                                             letor_sample_dir):
+    folder = tmp_path / "letor-sample"
+    recipe = {"dataset": "letor-sample", "sample": str(letor_sample_dir)}
+    train, test = ranking_quality.written_data(folder, recipe,
+                                               lambda: ranking_quality.write_letor_sample(folder, letor_sample_dir))
+    (folder / "results").mkdir()
+    (folder / "results" / "native-1.json").write_text("{}")
+
+    def must_not_write():
+        raise AssertionError("the data of the same recipe was written again")
+
+    # The same recipe: the files already there, untouched, and the recorded runs kept
+    assert ranking_quality.written_data(folder, recipe, must_not_write) == (train, test)
+    assert (folder / "results" / "native-1.json").exists()
+    # Another recipe: written afresh, and the runs recorded on the old files forgotten
+    rewritten = []
+    ranking_quality.written_data(folder, {**recipe, "sample": "elsewhere"},
+                                 lambda: rewritten.append(1) or ranking_quality.write_letor_sample(folder,
+                                                                                                  letor_sample_dir))
+    assert rewritten == [1]
+    assert not (folder / "results").exists()
+
+
+def test_a_finished_run_is_read_back_from_its_record_and_a_failed_one_is_launched_again(tmp_path):
+    record = tmp_path / "results" / "lightgbm-1.json"
+    finished = Run("LightGBM lambdarank", 0, {"ingest start": 0.5, "exit": 10.0}, 0.8, note="500 rounds")
+    assert ranking_quality.recorded(record, lambda: (finished, finished.note)) == (finished, "500 rounds")
+
+    def must_not_launch():
+        raise AssertionError("a recorded run was launched again")
+
+    assert ranking_quality.recorded(record, must_not_launch) == (finished, "500 rounds")
+    failed_record, launches = tmp_path / "results" / "native-1.json", []
+    for _ in range(2):
+        ranking_quality.recorded(failed_record, lambda: launches.append(1) or (Run("native", 1), "failed"))
+    assert launches == [1, 1] and not failed_record.exists()
