@@ -161,7 +161,8 @@ class TrainConfig:
     """Share of all steps spent warming the learning rate up linearly."""
     loss: str = field(default="pairwise",
                       metadata=allowed(choices=("pairwise", "graded_listwise", "listwise", "pointwise")))
-    """`pairwise` (RankNet: logistic loss on every pair of a query's documents with different labels),
+    """`pairwise` (RankNet: logistic loss on every pair of a query's documents with different labels; its memory
+    grows with the square of the longest query, so for queries of thousands of documents take a listwise loss),
     `graded_listwise` (softmax cross-entropy per query against targets proportional to NDCG's gains
     2^label - 1), `listwise` (against softmax(label), ListNet top-1) or `pointwise` (MSE on the labels)."""
     early_stopping: int = field(default=0, metadata=allowed(minimum=0))
