@@ -20,6 +20,9 @@ Runs on each (`--runs`):
                 epochs of 16 queries per batch, width 256, learning rate 0.001: PREVIOUS_RECIPE), as a baseline
   lightgbm      LightGBM lambdarank with the usual MSLR settings (benchmarks.time_to_model.LIGHTGBM_PARAMS, every
                 core) on scikit-learn's reading of the same text
+  `--variants`  train_ddp.py with some flags changed from the shipped defaults, one run per variant, to choose
+                defaults by measurement: `--variants "bins=8,loss=graded_listwise;batch-size=64,learning-rate=0.003"`
+                (variants separated by `;`, each a comma-separated list of flag=value)
 The trainers hold a fifth of the training queries out for validation (model selection); LightGBM trains on all of
 them. Test NDCG@10 is scikit-learn's definition (ranker.model.metrics), on the same test file for every run. Launch
 to model is each run's wall time from launch to its model on disk, text parsing included. LightGBM is a
@@ -36,8 +39,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import shutil
 import os
+import re
+import shutil
 import sys
 import tempfile
 import time
@@ -81,6 +85,17 @@ def write_letor_sample(folder: Path, sample: Path) -> tuple[Path, Path]:
     train, test = split_queries(data, 0.2, seed=0)
     return (synthetic.write_letor(train, folder, with_qid=True, name="rank.train"),
             synthetic.write_letor(test, folder, with_qid=True, name="rank.test"))
+
+
+def variant_flags(variant: str) -> tuple[str, ...]:
+    """`"bins=8,loss=graded_listwise"` -> `("--bins", "8", "--loss", "graded_listwise")`."""
+    flags = []
+    for assignment in variant.split(","):
+        name, equals, value = assignment.strip().partition("=")
+        if not equals or not name or not value:
+            raise ValueError(f"--variants: {assignment!r} is not flag=value; write e.g. bins=8,loss=graded_listwise")
+        flags += [f"--{name.strip()}", value.strip()]
+    return tuple(flags)
 
 
 def written_data(folder: Path, recipe: dict, write: Callable[[], tuple[Path, Path]]) -> tuple[Path, Path]:
@@ -133,10 +148,25 @@ def run_dataset(dataset: str, train: Path, test: Path, args: argparse.Namespace,
         run = run_lightgbm(train, test, args.lightgbm_rounds, work, args.threads)
         return run, run.note
 
-    launchers = {"native": lambda: trainer("native"), "lightning": lambda: trainer("lightning"),
-                 "previous": lambda: trainer("previous"), "lightgbm": lightgbm}
-    return [recorded(work / dataset / "results" / f"{name}-{args.gpus}.json", launchers[name])
-            for name in launchers if name in args.runs]
+    def variant(flags: tuple[str, ...], slug: str) -> tuple[Run, str]:
+        label = f"train_ddp.py, shipped defaults but `{' '.join(flags)}`"
+        print(f"[{dataset}] running {label} ...", flush=True)
+        run = run_project(ENTRY_POINTS["native"], args.gpus, train, test, None, work, env, flags=flags,
+                          name=f"{dataset}-{slug}")
+        run.name = label
+        return run, f"exports {exported_step(work / f'{dataset}-{slug}-{args.gpus}')}"
+
+    launchers = {name: launcher for name, launcher in (("native", lambda: trainer("native")),
+                                                       ("lightning", lambda: trainer("lightning")),
+                                                       ("previous", lambda: trainer("previous")))
+                 if name in args.runs}
+    for flags in args.variants:
+        slug = "variant" + re.sub(r"[^A-Za-z0-9.]+", "-", " ".join(flags)).rstrip("-")
+        launchers[slug] = lambda flags=flags, slug=slug: variant(flags, slug)
+    if "lightgbm" in args.runs:
+        launchers["lightgbm"] = lightgbm
+    return [recorded(work / dataset / "results" / f"{name}-{args.gpus}.json", launcher)
+            for name, launcher in launchers.items()]
 
 
 def render(tables: dict[str, list[tuple[Run, str]]], descriptions: dict[str, str], args: argparse.Namespace,
@@ -177,6 +207,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--features", type=int, help="features of the generated datasets")
     parser.add_argument("--datasets", default="search,tanh,letor-sample", help="comma-separated, see above")
     parser.add_argument("--runs", default="native,lightning,previous,lightgbm", help="comma-separated, see above")
+    parser.add_argument("--variants", default="", help="train_ddp.py runs with flags changed, see above")
     parser.add_argument("--gpus", type=int, default=1, help="processes per trainer (one per GPU)")
     parser.add_argument("--lightgbm-rounds", type=int, default=500)
     parser.add_argument("--threads", type=int, default=None,
@@ -191,6 +222,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     size = {name: getattr(args, name) or default for name, default in SIZES[args.size].items()}
     args.runs = args.runs.split(",")
+    try:
+        args.variants = [variant_flags(variant) for variant in args.variants.split(";") if variant.strip()]
+    except ValueError as error:
+        parser.error(str(error))
     env = {**os.environ, **SAFE_NCCL_ENV, "PYTHONUNBUFFERED": "1"}
     if args.device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
@@ -218,7 +253,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     body = render(tables, descriptions, args, machine_description(args.device))
     print(body)
     write_section(args.section or f"ranking-quality-{args.size}",
-                  f"Ranking quality against LightGBM ({args.size.upper()} size: {args.datasets})", body, doc=args.doc)
+                  f"Ranking quality against LightGBM ({args.size.upper()} size: {args.datasets}"
+                  f"{', with variants of the defaults' if args.variants else ''})", body, doc=args.doc)
     print(f"written to {args.doc}")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from benchmarks import ranking_quality
 from benchmarks.time_to_model import Run
 from ranker.data.channels import read_letor_file
@@ -69,3 +70,9 @@ def test_a_finished_run_is_read_back_from_its_record_and_a_failed_one_is_launche
     for _ in range(2):
         ranking_quality.recorded(failed_record, lambda: launches.append(1) or (Run("native", 1), "failed"))
     assert launches == [1, 1] and not failed_record.exists()
+
+
+def test_a_variant_becomes_the_flags_it_changes_and_a_malformed_one_names_the_fix():
+    assert ranking_quality.variant_flags("bins=8, loss=graded_listwise") == ("--bins", "8", "--loss", "graded_listwise")
+    with pytest.raises(ValueError, match=r"--variants: 'bins' is not flag=value; write e.g. bins=8"):
+        ranking_quality.variant_flags("bins")
