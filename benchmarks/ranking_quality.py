@@ -54,7 +54,7 @@ from ranker.data import synthetic, synthetic_search
 from ranker.data.channels import read_letor_file, split_queries
 
 from benchmarks.gpu_scaling import SAFE_NCCL_ENV
-from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
+from benchmarks.report import BENCHMARKS_DOC, markdown_table, measured_at, provenance, write_section
 from benchmarks.time_to_model import (ENTRY_POINTS, Run, generate_dataset, machine_description, run_lightgbm,
                                       run_project)
 
@@ -114,15 +114,15 @@ def written_data(folder: Path, recipe: dict, write: Callable[[], tuple[Path, Pat
 
 
 def recorded(record: Path, launch: Callable[[], tuple[Run, str]]) -> tuple[Run, str]:
-    """A run's result as an earlier call recorded it in `record`, else `launch()`'s, recorded there when it
-    finished (a failed run, without events, is tried again next time)."""
+    """A run's result as an earlier call recorded it in `record`, its note saying when, else `launch()`'s, recorded
+    there when it finished (a failed run, without events, is tried again next time)."""
     if record.exists():
         saved = json.loads(record.read_text())
-        return Run(**saved["run"]), saved["note"]
+        return Run(**saved["run"]), f"{saved['note']}; recorded by an earlier call, {saved['date']}"
     run, note = launch()
     if run.events:
         record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(json.dumps({"run": dataclasses.asdict(run), "note": note}))
+        record.write_text(json.dumps({"run": dataclasses.asdict(run), "note": note, "date": measured_at()["date"]}))
     return run, note
 
 

@@ -65,7 +65,9 @@ def test_a_finished_run_is_read_back_from_its_record_and_a_failed_one_is_launche
     def must_not_launch():
         raise AssertionError("a recorded run was launched again")
 
-    assert ranking_quality.recorded(record, must_not_launch) == (finished, "500 rounds")
+    again, note = ranking_quality.recorded(record, must_not_launch)
+    assert again == finished
+    assert note.startswith("500 rounds; recorded by an earlier call, 20")
     failed_record, launches = tmp_path / "results" / "native-1.json", []
     for _ in range(2):
         ranking_quality.recorded(failed_record, lambda: launches.append(1) or (Run("native", 1), "failed"))
