@@ -46,6 +46,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -135,34 +136,24 @@ def run_dataset(dataset: str, train: Path, test: Path, args: argparse.Namespace,
                 env: dict[str, str]) -> list[tuple[Run, str]]:
     """Every chosen run on one dataset, each with a note (where its exported weights come from); runs recorded in
     the dataset's folder by an earlier call on the same data are read back, not run again."""
-    def trainer(name: str) -> tuple[Run, str]:
-        print(f"[{dataset}] running {RUN_LABELS[name]} ...", flush=True)
-        flags = PREVIOUS_RECIPE if name == "previous" else ()
-        run = run_project(ENTRY_POINTS.get(name, ENTRY_POINTS["native"]), args.gpus, train, test, None, work, env,
-                          flags=flags, name=f"{dataset}-{name}")
-        run.name = RUN_LABELS[name]
-        return run, f"exports {exported_step(work / f'{dataset}-{name}-{args.gpus}')}"
+    def trainer(label: str, entry_point: str, flags: Sequence[str], slug: str) -> tuple[Run, str]:
+        print(f"[{dataset}] running {label} ...", flush=True)
+        run = run_project(entry_point, args.gpus, train, test, None, work, env, flags=flags, name=f"{dataset}-{slug}")
+        run.name = label
+        return run, f"exports {exported_step(work / f'{dataset}-{slug}-{args.gpus}')}"
 
     def lightgbm() -> tuple[Run, str]:
         print(f"[{dataset}] running LightGBM ...", flush=True)
         run = run_lightgbm(train, test, args.lightgbm_rounds, work, args.threads)
         return run, run.note
 
-    def variant(flags: tuple[str, ...], slug: str) -> tuple[Run, str]:
-        label = f"train_ddp.py, shipped defaults but `{' '.join(flags)}`"
-        print(f"[{dataset}] running {label} ...", flush=True)
-        run = run_project(ENTRY_POINTS["native"], args.gpus, train, test, None, work, env, flags=flags,
-                          name=f"{dataset}-{slug}")
-        run.name = label
-        return run, f"exports {exported_step(work / f'{dataset}-{slug}-{args.gpus}')}"
-
-    launchers = {name: launcher for name, launcher in (("native", lambda: trainer("native")),
-                                                       ("lightning", lambda: trainer("lightning")),
-                                                       ("previous", lambda: trainer("previous")))
-                 if name in args.runs}
+    launchers = {name: partial(trainer, label, ENTRY_POINTS.get(name, ENTRY_POINTS["native"]),
+                               PREVIOUS_RECIPE if name == "previous" else (), name)
+                 for name, label in RUN_LABELS.items() if name in args.runs}
     for flags in args.variants:
         slug = "variant" + re.sub(r"[^A-Za-z0-9.]+", "-", " ".join(flags)).rstrip("-")
-        launchers[slug] = lambda flags=flags, slug=slug: variant(flags, slug)
+        launchers[slug] = partial(trainer, f"train_ddp.py, shipped defaults but `{' '.join(flags)}`",
+                                  ENTRY_POINTS["native"], flags, slug)
     if "lightgbm" in args.runs:
         launchers["lightgbm"] = lightgbm
     return [recorded(work / dataset / "results" / f"{name}-{args.gpus}.json", launcher)
