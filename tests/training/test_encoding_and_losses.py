@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 import torch
-from ranker.config import ModelConfig
+from ranker.config import ModelConfig, TrainConfig, allowed_of
 from ranker.model.encoding import PiecewiseLinearEncoding
-from ranker.model.losses import graded_listwise_loss, pairwise_logistic_loss
+from ranker.model.losses import LOSSES, SHIFT_INVARIANT_LOSSES, graded_listwise_loss, pairwise_logistic_loss
 from ranker.model.mlp import RankingMLP
 
 
@@ -80,3 +81,12 @@ def test_pairwise_loss_is_blind_to_a_shift_of_a_querys_scores_and_falls_as_the_o
     assert pairwise_logistic_loss(right + 7, labels, mask).item() == pytest.approx(
         pairwise_logistic_loss(right, labels, mask).item(), rel=1e-6)
     assert pairwise_logistic_loss(right, labels, mask) < pairwise_logistic_loss(wrong, labels, mask)
+
+
+def test_the_loss_flag_offers_exactly_the_losses_the_trainers_can_run():
+    # ranker.config stays stdlib-only (the trigger Lambda imports it), so it names the losses itself: the two lists
+    # must not drift apart, or a refused flag value would be a loss that exists (or an accepted one a KeyError)
+    loss_field = next(field for field in dataclasses.fields(TrainConfig) if field.name == "loss")
+    assert set(allowed_of(loss_field).choices) == set(LOSSES)
+    assert TrainConfig().loss in LOSSES
+    assert SHIFT_INVARIANT_LOSSES <= set(LOSSES)
