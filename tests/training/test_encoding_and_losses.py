@@ -1,14 +1,18 @@
-"""The model's fitted input encoding and the ranking losses, against values worked out by hand."""
+"""The model's fitted input encoding, its per-feature embedding and the ranking losses, against values worked out by
+hand."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import numpy as np
 import pytest
 import torch
 from ranker.config import ModelConfig, TrainConfig, allowed_of
+from ranker.model import export
+from ranker.model.embedding import FeatureEmbedding
 from ranker.model.encoding import PiecewiseLinearEncoding
 from ranker.model.losses import LOSSES, SHIFT_INVARIANT_LOSSES, graded_listwise_loss, pairwise_logistic_loss
 from ranker.model.mlp import RankingMLP
@@ -45,6 +49,55 @@ def test_the_fitted_edges_are_state_of_the_model_and_load_into_a_fresh_one():
 def test_fitting_on_rows_of_another_width_names_the_shape_and_the_fix():
     with pytest.raises(ValueError, match=r"features: shape \(3, 5\) does not match this encoding's 4 features"):
         PiecewiseLinearEncoding(num_features=4, bins=2).fit(np.zeros((3, 5), np.float32))
+
+
+def test_each_feature_is_embedded_by_layers_of_its_own_that_see_only_its_encoded_values():
+    # Given an embedding of 2 features, 3 encoded values each, through 2 layers of 2 units each, weights set by hand
+    embedding = FeatureEmbedding(num_features=2, inputs_per_feature=3, width=2, layers=2)
+    first, second = embedding.layers[0], embedding.layers[2]
+    with torch.no_grad():
+        first.weight.copy_(torch.tensor([[[1.0, -1.0], [2.0, 0.0], [0.0, 1.0]],
+                                         [[0.5, 0.0], [0.0, 0.5], [-1.0, -1.0]]]))
+        first.bias.copy_(torch.tensor([[0.0, 0.5], [1.0, -3.0]]))
+        second.weight.copy_(torch.tensor([[[1.0, 0.0], [1.0, -1.0]], [[-1.0, 2.0], [0.0, 1.0]]]))
+        second.bias.copy_(torch.tensor([[0.0, 0.0], [0.5, 0.0]]))
+    # When a row encoded as feature 0 = (1, 0.5, 0), feature 1 = (1, 1, 0.25) is embedded
+    embedded = embedding(torch.tensor([[1.0, 0.5, 0.0, 1.0, 1.0, 0.25]]))
+    # Then the first layer gives feature 0 relu(1 + 1, -1 + 0.5) = (2, 0) and feature 1 relu(0.5 - 0.25 + 1,
+    # 0.5 - 0.25 - 3) = (1.25, 0); the second relu(2 + 0, -0) = (2, 0) and relu(-1.25 + 0.5, 2.5) = (0, 2.5)
+    torch.testing.assert_close(embedded, torch.tensor([[2.0, 0.0, 0.0, 2.5]]))
+    # And changing one feature's values changes its own units only
+    moved = embedding(torch.tensor([[1.0, 0.5, 0.0, 0.0, 0.0, 0.0]]))
+    torch.testing.assert_close(moved[:, :2], embedded[:, :2])
+    assert not torch.equal(moved[:, 2:], embedded[:, 2:])
+
+
+def test_the_first_dense_layer_takes_the_embeddings_or_without_them_the_encoding():
+    embedded = RankingMLP(ModelConfig(num_features=5, width=8, num_layers=3, bins=4, embedding_width=6))
+    assert embedded.layers[0].in_features == 5 * 6
+    plain = RankingMLP(ModelConfig(num_features=5, width=8, num_layers=3, bins=4, embedding_width=0))
+    assert plain.layers[0].in_features == 5 * 4
+    raw = RankingMLP(ModelConfig(num_features=5, width=8, num_layers=3, encoding="none", embedding_width=6))
+    assert raw.embedding.inputs_per_feature == 1 and raw.layers[0].in_features == 5 * 6
+    with pytest.raises(ValueError, match="embedding_width: -1 is not a unit count"):
+        FeatureEmbedding(num_features=5, inputs_per_feature=4, width=-1, layers=2)
+    with pytest.raises(ValueError, match="embedding_layers: 0 is not a layer count"):
+        FeatureEmbedding(num_features=5, inputs_per_feature=4, width=3, layers=0)
+
+
+def test_a_saved_model_whose_config_names_no_embedding_width_loads_as_a_model_without_embeddings(tmp_path):
+    # Given a model folder saved by a ranker without per-feature embeddings (its config has no embedding_width)
+    rows = np.random.default_rng(1).lognormal(0, 2, (50, 4)).astype(np.float32)
+    config = ModelConfig(num_features=4, width=8, num_layers=2, bins=4, embedding_width=0)
+    model = RankingMLP(config).eval()
+    model.encoding.fit(rows)
+    export.save_model(tmp_path, model, config, log1p=False, metrics={})
+    settings = json.loads((tmp_path / export.CONFIG).read_text())
+    del settings["embedding_width"]
+    (tmp_path / export.CONFIG).write_text(json.dumps(settings))
+    # When it is loaded, then it scores as the model did
+    batch = torch.from_numpy(rows)
+    torch.testing.assert_close(export.load_scorer(tmp_path)(batch), model(batch))
 
 
 def test_graded_listwise_loss_is_the_cross_entropy_against_normalised_gains_and_skips_queries_without_any():

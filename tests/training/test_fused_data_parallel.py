@@ -21,7 +21,8 @@ from torch import nn
 
 QUERIES = 8  # per global batch: whole queries for each of 2 or 4 ranks
 STEPS = 4
-# LayerNorm's parameters take the ordinary autograd path: both kinds of parameter are covered
+# LayerNorm's and the per-feature embedding's parameters take the ordinary autograd path: both kinds of parameter
+# are covered
 MODEL = ModelConfig(num_features=12, width=16, num_layers=4, norm="layer", dropout=0.0)
 
 
@@ -57,9 +58,12 @@ def train(model: RankingMLP, forward, optimizer: torch.optim.Optimizer, rank: in
     return {"gradients": first_gradients, "weights": {k: v.clone() for k, v in model.state_dict().items()}}
 
 
-def layer_norm_parameters() -> set[str]:
-    return {f"{name}.{kind}" for name, module in RankingMLP(MODEL).named_modules() if isinstance(module, nn.LayerNorm)
-            for kind in ("weight", "bias")}
+def parameters_outside_dense_layers() -> set[str]:
+    """LayerNorm's and the per-feature embedding's."""
+    model = RankingMLP(MODEL)
+    dense = {f"{name}.{kind}" for name, module in model.named_modules() if isinstance(module, nn.Linear)
+             for kind in ("weight", "bias")}
+    return {name for name, _ in model.named_parameters()} - dense
 
 
 def one_process(steps: range, world_size: int) -> tuple[dict, RankingMLP, torch.optim.AdamW]:
@@ -92,7 +96,7 @@ def train_rank(rank: int, world_size: int, store_path: str, results: str, bucket
         model.load_state_dict(halfway_model.state_dict())
         wrapped = FusedDataParallel(model, bucket_bytes, shard_optimizer=True)
         optimizer = ShardedAdamW(wrapped, torch.optim.AdamW(model.parameters(), lr=1e-2))
-        with pytest.raises(ValueError, match="expected one group of 14 parameters"):  # another model's state
+        with pytest.raises(ValueError, match="expected one group of 18 parameters"):  # another model's state
             optimizer.load_state_dict({"state": {}, "param_groups": [{"lr": 1.0, "params": [0, 1]}]})
         optimizer.load_state_dict(halfway_optimizer.state_dict())
         result["resumed weights"] = train(model, wrapped, optimizer, rank, world_size,
@@ -128,9 +132,10 @@ def test_ranks_on_parts_of_each_batch_train_like_one_process_on_the_whole_batch(
     world_size, shard, results = ranks
     reference, _, reference_optimizer = one_process(range(STEPS), world_size)
     for rank, result in enumerate(results):
-        # Then the gradients autograd left were the whole batch's: every parameter's, or when sharded LayerNorm's
-        # only (each rank holds just its shard of the dense layers' averaged gradients)
-        assert set(result["gradients"]) == (layer_norm_parameters() if shard else set(reference["gradients"]))
+        # Then the gradients autograd left were the whole batch's: every parameter's, or when sharded those outside
+        # the dense layers only (each rank holds just its shard of the dense layers' averaged gradients)
+        assert set(result["gradients"]) == (parameters_outside_dense_layers() if shard
+                                            else set(reference["gradients"]))
         for name, gradient in result["gradients"].items():
             torch.testing.assert_close(gradient, reference["gradients"][name], atol=1e-6, rtol=1e-5,
                                        msg=f"rank {rank}: gradient of {name}")

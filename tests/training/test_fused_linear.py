@@ -57,10 +57,14 @@ def test_the_fused_plan_pairs_each_linear_with_the_relu_right_after_it_with_and_
             assert plan == [("Linear", False), ("LayerNorm", False), ("ReLU", False), ("Dropout", False)] * 3 + [
                 ("Linear", False)]
         # the keys checkpoints and exported models hold: the dense layers' keep their places whatever the input
-        # encoding (a model of raw features, `encoding="none"`, has no others), the fitted encoding adds its edges
+        # encoding (a model of raw features without embeddings has no others); the fitted encoding adds its edges,
+        # the per-feature embedding its weights
         dense = [0, 4, 8, 12] if norm == "layer" else [0, 3, 6, 9]
         norms = [1, 5, 9] if norm == "layer" else []
         layer_keys = [f"layers.{index}.{kind}" for index in dense + norms for kind in ("weight", "bias")]
-        assert sorted(model.state_dict()) == sorted(layer_keys + ["encoding.inverse_widths", "encoding.lower_edges"])
-        raw = RankingMLP(ModelConfig(num_features=12, width=16, num_layers=4, norm=norm, dropout=0.1, encoding="none"))
+        assert sorted(model.state_dict()) == sorted(layer_keys + ["encoding.inverse_widths", "encoding.lower_edges",
+                                                                  "embedding.layers.0.weight", "embedding.layers.0.bias",
+                                                                  "embedding.layers.2.weight", "embedding.layers.2.bias"])
+        raw = RankingMLP(ModelConfig(num_features=12, width=16, num_layers=4, norm=norm, dropout=0.1, encoding="none",
+                                     embedding_width=0))
         assert sorted(raw.state_dict()) == sorted(layer_keys)

@@ -99,9 +99,14 @@ class ModelConfig:
     encoding: str = field(default="piecewise", metadata=allowed(choices=("piecewise", "none")))
     """Input encoding fitted on the training channel and kept in the model: `piecewise` (each feature as `bins`
     piecewise-linear values between its own training quantiles, ranker.model.encoding) or `none` (the raw values)."""
-    bins: int = field(default=16, metadata=allowed(minimum=1))
-    """Bins per feature of the piecewise-linear encoding (fewer where a feature has fewer distinct values); the first
-    dense layer takes `num_features * bins` inputs."""
+    bins: int = field(default=32, metadata=allowed(minimum=1))
+    """Bins per feature of the piecewise-linear encoding (fewer where a feature has fewer distinct values): each
+    feature's embedding takes `bins` inputs (the first dense layer `num_features * bins` with `embedding_width` 0)."""
+    embedding_width: int = field(default=32, metadata=allowed(minimum=0))
+    """ReLU units in each of a feature's own dense layers over its encoded values (ranker.model.embedding); the first
+    shared dense layer then takes `num_features * embedding_width` inputs. 0 feeds it the encoding directly."""
+    embedding_layers: int = field(default=2, metadata=allowed(minimum=1))
+    """Dense layers of each feature's own, with `embedding_width` > 0."""
     output_bias: bool = True
     """Bias on the scoring layer. The pairwise and listwise losses are blind to a constant added to every score, so
     its gradient there is pure rounding noise that Adam would amplify; runs with those losses turn it off."""
@@ -147,11 +152,11 @@ class PathSwitches:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    epochs: int = field(default=20, metadata=allowed(minimum=0))
+    epochs: int = field(default=10, metadata=allowed(minimum=0))
     """Passes over the training queries (ignored when `max_steps` is set)."""
     max_steps: int = field(default=0, metadata=allowed(minimum=0))
     """Optimizer steps in total; 0 means `epochs` full passes."""
-    batch_size: int = field(default=32, metadata=allowed(minimum=1))
+    batch_size: int = field(default=16, metadata=allowed(minimum=1))
     """Queries per batch on each process (a query's documents always stay together)."""
     learning_rate: float = field(default=2e-3, metadata=allowed(above=0))
     """Peak AdamW learning rate, reached after warm-up, then cosine decay to zero."""

@@ -139,7 +139,7 @@ class FusedDataParallel(nn.Module):
         return self.parameter_buffer[start:start + length] if self.parameter_buffer is not None else None
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        return fused_scores(self.plan, self.module.encoding(features),
+        return fused_scores(self.plan, self.module.inputs(features),
                             self.slots if torch.is_grad_enabled() else None)
 
     def written(self, slot: LayerGradients) -> None:

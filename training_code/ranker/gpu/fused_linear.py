@@ -102,7 +102,7 @@ def fused_plan(layers: nn.Sequential) -> FusedPlan:
 
 def fused_scores(plan: FusedPlan, features: torch.Tensor,
                  slots: Mapping[nn.Module, GradientSlot] | None = None) -> torch.Tensor:
-    """The scores of a model whose `layers` give `plan` (ranker.model.mlp.RankingMLP) for `features` as its `encoding`
+    """The scores of a model whose `layers` give `plan` (ranker.model.mlp.RankingMLP) for `features` as its `inputs`
     returns them, each Linear run by `fused_linear`; with `slots`, each Linear's gradients go to its slot."""
     for module, relu in plan:
         if isinstance(module, nn.Linear):
@@ -122,4 +122,4 @@ class FusedLayers(nn.Module):
         self.plan = fused_plan(module.layers)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        return fused_scores(self.plan, self.module.encoding(features))
+        return fused_scores(self.plan, self.module.inputs(features))

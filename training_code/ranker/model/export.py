@@ -53,8 +53,10 @@ def save_model(model_dir: Path, model: RankingMLP, config: ModelConfig, log1p: b
 def _build_scorer(model_dir: Path) -> Scorer:
     settings = json.loads((Path(model_dir) / CONFIG).read_text())
     log1p = settings.pop("log1p")
-    # A config that names no encoding holds a model of the raw (or log1p) features.
+    # A config that names no encoding holds a model of the raw (or log1p) features, one that names no embedding
+    # width a model without per-feature embeddings.
     settings.setdefault("encoding", "none")
+    settings.setdefault("embedding_width", 0)
     model = RankingMLP(ModelConfig(**settings))
     model.load_state_dict(load_file(Path(model_dir) / WEIGHTS))
     return Scorer(model, log1p)
