@@ -66,8 +66,8 @@ SIZES = {"cpu": {"queries": 1_000, "docs_per_query": 20, "features": 136},
          "gpu": {"queries": 10_000, "docs_per_query": 120, "features": 136}}
 # What a pipeline job ran before these defaults: the scripts' former defaults under the stack's former
 # default_hyperparameters (10 epochs, ListNet).
-PREVIOUS_RECIPE = ("--encoding", "none", "--loss", "listwise", "--epochs", "10", "--batch-size", "16", "--width", "256",
-                   "--learning-rate", "0.001")
+PREVIOUS_RECIPE = ("--encoding", "none", "--embedding-width", "0", "--loss", "listwise", "--epochs", "10",
+                   "--batch-size", "16", "--width", "256", "--learning-rate", "0.001")
 RUN_LABELS = {"native": "train_ddp.py, shipped defaults", "lightning": "train_lightning.py, shipped defaults",
               "previous": "train_ddp.py, former pipeline defaults"}
 

@@ -178,11 +178,13 @@ def run_lightgbm(train: Path, test: Path, rounds: int, work: Path, threads: int 
     test_x, test_y, test_q = load_svmlight_file(str(test), n_features=train_x.shape[1], dtype=np.float32,
                                                 query_id=True, zero_based=False)
     events["ingest end"] = time.perf_counter() - started
-    dataset = lightgbm.Dataset(train_x, train_y, group=np.diff(_query_bounds(train_q)))
+    # Dense, not the loader's sparse matrix: the peer gets its faster path. On 180k search-like documents (counts
+    # and flags that are often 0), 30 rounds on 2 threads took 6.1 s dense against 7.3 s sparse.
+    dataset = lightgbm.Dataset(train_x.toarray(), train_y, group=np.diff(_query_bounds(train_q)))
     events["training start"] = time.perf_counter() - started
     booster = lightgbm.train({**LIGHTGBM_PARAMS, "num_threads": threads}, dataset, num_boost_round=rounds)
     events["training end"] = time.perf_counter() - started
-    scores = booster.predict(test_x, num_threads=threads)
+    scores = booster.predict(test_x.toarray(), num_threads=threads)
     ndcg = held_out_ndcg_at_10(scores, test_y, _query_bounds(test_q))
     events["evaluation end"] = time.perf_counter() - started
     booster.save_model(str(work / "lightgbm.txt"))
