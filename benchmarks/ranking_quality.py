@@ -16,8 +16,9 @@ Datasets (`--datasets`, comma-separated):
 Runs on each (`--runs`):
   native        training_code/train_ddp.py, shipped defaults, `--test FILE` (torchrun over `--gpus` processes)
   lightning     training_code/train_lightning.py, the same
-  previous      train_ddp.py with the pipeline's former defaults (raw features, ListNet loss on softmax(label), 10
-                epochs of 16 queries per batch, width 256, learning rate 0.001: PREVIOUS_RECIPE), as a baseline
+  previous      train_ddp.py with the pipeline's former defaults (raw features without per-feature embeddings,
+                ListNet loss on softmax(label), 10 epochs of 16 queries per batch, width 256, learning rate 0.001:
+                PREVIOUS_RECIPE), as a baseline
   lightgbm      LightGBM lambdarank with the usual MSLR settings (benchmarks.time_to_model.LIGHTGBM_PARAMS, every
                 core) on scikit-learn's reading of the same text
   `--variants`  train_ddp.py with some flags changed from the shipped defaults, one run per variant, to choose
