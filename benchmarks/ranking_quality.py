@@ -19,8 +19,8 @@ Runs on each (`--runs`):
   previous      train_ddp.py with the pipeline's former defaults (raw features without per-feature embeddings,
                 ListNet loss on softmax(label), 10 epochs of 16 queries per batch, width 256, learning rate 0.001:
                 PREVIOUS_RECIPE), as a baseline
-  lightgbm      LightGBM lambdarank with the usual MSLR settings (benchmarks.time_to_model.LIGHTGBM_PARAMS, every
-                core) on scikit-learn's reading of the same text
+  lightgbm      benchmarks/baselines/lightgbm_lambdarank.py: LightGBM lambdarank with the usual MSLR settings, every
+                core (`--threads`), on scikit-learn's reading of the same text, in a process of its own
   `--variants`  train_ddp.py with some flags changed from the shipped defaults, one run per variant, to choose
                 defaults by measurement: `--variants "bins=8,loss=graded_listwise;batch-size=64,learning-rate=0.003"`
                 (variants separated by `;`, each a comma-separated list of flag=value)
@@ -102,12 +102,17 @@ def variant_flags(variant: str) -> tuple[str, ...]:
 
 def written_data(folder: Path, recipe: dict, write: Callable[[], tuple[Path, Path]]) -> tuple[Path, Path]:
     """The dataset's training and test files: those already in `folder` when they were written from the same
-    `recipe` (a resumed call), else freshly written, which also forgets every run recorded on the old files."""
+    `recipe` (a resumed call), else freshly written. The writers are seeded, so the recipe fixes the data: runs
+    recorded under the same recipe (on another machine, their records carried over without the data) are kept, and
+    a new recipe forgets them."""
     stamp, train, test = folder / "recipe.json", folder / "rank.train", folder / "rank.test"
-    if stamp.exists() and json.loads(stamp.read_text()) == recipe and train.exists() and test.exists():
+    same_recipe = stamp.exists() and json.loads(stamp.read_text()) == recipe
+    if same_recipe and train.exists() and test.exists():
         print(f"[{folder.name}] reusing the data in {folder}", flush=True)
         return train, test
-    shutil.rmtree(folder / "results", ignore_errors=True)
+    if not same_recipe:
+        shutil.rmtree(folder / "results", ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     paths = write()
     stamp.write_text(json.dumps(recipe))
@@ -145,7 +150,7 @@ def run_dataset(dataset: str, train: Path, test: Path, args: argparse.Namespace,
 
     def lightgbm() -> tuple[Run, str]:
         print(f"[{dataset}] running LightGBM ...", flush=True)
-        run = run_lightgbm(train, test, args.lightgbm_rounds, work, args.threads)
+        run = run_lightgbm(train, test, args.lightgbm_rounds, work, env, args.threads, name=f"{dataset}-lightgbm")
         return run, run.note
 
     launchers = {name: partial(trainer, label, ENTRY_POINTS.get(name, ENTRY_POINTS["native"]),

@@ -12,16 +12,17 @@ function. Then runs, each as a fresh process from launch to its model on disk:
   native      training_code/train_ddp.py, shipped defaults, `--epochs N --test FILE` (torchrun for 2 GPUs)
   lightning   training_code/train_lightning.py, the same
   plain       benchmarks/baselines/plain_letor.py: scikit-learn's loader, DataLoader, DDP, the same model
-  lightgbm    LightGBM lambdarank (500 rounds, 255 leaves, learning rate 0.05, every host core) on scikit-learn's
-              loader's arrays, in this process
+  lightgbm    benchmarks/baselines/lightgbm_lambdarank.py: LightGBM lambdarank (500 rounds, 255 leaves, learning
+              rate 0.05, every host core) on scikit-learn's loader's arrays
 Each run's wall is split into start-up, ingest, to device (and set-up, to the first logged training step),
 training, evaluation and saving, from the times its log lines arrive (the project's `ingest:` and metric lines, the
-plain script's `plain:` lines). Table on stdout; section `time-to-model` in docs/benchmarks.md.
+baselines' `plain:` and `lightgbm:` lines). Table on stdout; section `time-to-model` in docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import re
 import subprocess
@@ -36,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from benchmarks.baselines.lightgbm_lambdarank import PARAMS as LIGHTGBM_PARAMS
 from benchmarks.gpu_scaling import SAFE_NCCL_ENV
 from benchmarks.project_code import TRAINING_CODE
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
@@ -47,13 +49,11 @@ from ranker.data.ranking_data import RankingData
 
 SECTION = "time-to-model"
 PLAIN_SCRIPT = Path(__file__).resolve().parent / "baselines" / "plain_letor.py"
+LIGHTGBM_SCRIPT = PLAIN_SCRIPT.with_name("lightgbm_lambdarank.py")
 ENTRY_POINTS = {"native": "train_ddp.py", "lightning": "train_lightning.py"}
 PHASES = ("start-up", "ingest", "to device", "training", "evaluation", "saving")
 # The events each run's log marks, in order; a phase is the time between two of them (launch is 0).
 EVENTS = ("ingest start", "ingest end", "training start", "training end", "evaluation end", "exit")
-# LightGBM's usual MSLR-WEB settings (its own lambdarank examples and the common MSLR baselines).
-LIGHTGBM_PARAMS = {"objective": "lambdarank", "num_leaves": 255, "learning_rate": 0.05, "min_data_in_leaf": 50,
-                   "verbosity": -1}
 
 
 @dataclass
@@ -129,12 +129,15 @@ def project_events(lines: list[tuple[float, str]]) -> tuple[dict[str, float], fl
             "exit": lines[-1][0]}, ndcg
 
 
+def marked_events(lines: list[tuple[float, str]], prefix: str) -> dict[str, float]:
+    """Events from a baseline's `<prefix>: <event> ...` lines, and its exit."""
+    pattern = re.compile(rf"{prefix}: ({'|'.join(EVENTS[:-1])})\b")
+    return {**{match.group(1): at for at, text in lines if (match := pattern.match(text))}, "exit": lines[-1][0]}
+
+
 def plain_events(lines: list[tuple[float, str]]) -> tuple[dict[str, float], float]:
-    events = {match.group(1): at for at, text in lines
-              if (match := re.match(r"plain: (ingest start|ingest end|training start|training end|evaluation end)",
-                                    text))}
     ndcg = next(float(text.rsplit("=", 1)[1]) for _, text in lines if text.startswith("plain: evaluation end"))
-    return {**events, "exit": lines[-1][0]}, ndcg
+    return marked_events(lines, "plain"), ndcg
 
 
 def run_project(entry_point: str, gpus: int, train: Path, test: Path, epochs: int | None, work: Path, env: dict,
@@ -162,40 +165,23 @@ def run_plain(gpus: int, train: Path, test: Path, epochs: int, work: Path, env: 
     return Run("plain PyTorch", gpus, events, ndcg)
 
 
-def run_lightgbm(train: Path, test: Path, rounds: int, work: Path, threads: int | None = None) -> Run:
-    """LightGBM as an engineer runs it: scikit-learn's loader, then lambdarank on every core (or `threads`), then
-    its model file."""
-    threads = threads or available_cores()
-    try:
-        import lightgbm  # a benchmark-only peer, carried to the GPU host as a wheel: see the module doc
-    except ImportError:
+def run_lightgbm(train: Path, test: Path, rounds: int, work: Path, env: dict, threads: int | None = None,
+                 name: str = "lightgbm") -> Run:
+    """benchmarks/baselines/lightgbm_lambdarank.py launched on every core (or `threads`), its files in the folder
+    `name`; its held-out scores are scored here with the entry points' metric."""
+    if importlib.util.find_spec("lightgbm") is None:  # a benchmark-only peer, carried to GPU hosts as a wheel
         return Run("LightGBM lambdarank", 0, note="not installed: pip install lightgbm==4.7.0")
-    from sklearn.datasets import load_svmlight_file
-
-    started = time.perf_counter()
-    events = {"ingest start": 0.0}
-    train_x, train_y, train_q = load_svmlight_file(str(train), dtype=np.float32, query_id=True, zero_based=False)
-    test_x, test_y, test_q = load_svmlight_file(str(test), n_features=train_x.shape[1], dtype=np.float32,
-                                                query_id=True, zero_based=False)
-    events["ingest end"] = time.perf_counter() - started
-    # Dense, not the loader's sparse matrix: the peer gets its faster path. On 180k search-like documents (counts
-    # and flags that are often 0), 30 rounds on 2 threads took 6.1 s dense against 7.3 s sparse.
-    dataset = lightgbm.Dataset(train_x.toarray(), train_y, group=np.diff(_query_bounds(train_q)))
-    events["training start"] = time.perf_counter() - started
-    booster = lightgbm.train({**LIGHTGBM_PARAMS, "num_threads": threads}, dataset, num_boost_round=rounds)
-    events["training end"] = time.perf_counter() - started
-    scores = booster.predict(test_x.toarray(), num_threads=threads)
-    ndcg = held_out_ndcg_at_10(scores, test_y, _query_bounds(test_q))
-    events["evaluation end"] = time.perf_counter() - started
-    booster.save_model(str(work / "lightgbm.txt"))
-    events["exit"] = time.perf_counter() - started
-    return Run("LightGBM lambdarank", 0, events, ndcg,
+    threads = threads or available_cores()
+    out = work / name
+    lines = run_timed([sys.executable, str(LIGHTGBM_SCRIPT), "--train", str(train), "--test", str(test), "--output",
+                       str(out), "--rounds", str(rounds), "--threads", str(threads)],
+                      Path.cwd(), env, work / f"{name}.log")  # this cwd: a relative PYTHONPATH finds LightGBM alike
+    busy = next(text.rsplit("=", 1)[1] for _, text in lines if text.startswith("lightgbm: training end"))
+    held_out = np.load(out / "test_scores.npz")
+    ndcg = held_out_ndcg_at_10(held_out["scores"], held_out["labels"], held_out["offsets"])
+    return Run("LightGBM lambdarank", 0, marked_events(lines, "lightgbm"), ndcg,
                note=f"{rounds} rounds, {LIGHTGBM_PARAMS['num_leaves']} leaves, lr {LIGHTGBM_PARAMS['learning_rate']}, "
-                    f"{threads} threads")
-
-
-def _query_bounds(qids: np.ndarray) -> np.ndarray:
-    return np.concatenate([[0], np.flatnonzero(np.diff(qids)) + 1, [len(qids)]])
+                    f"{threads} threads ({busy} cores busy training)")
 
 
 def held_out_ndcg_at_10(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> float:
@@ -301,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 runs.append(run_plain(gpus, train, test, args.epochs, work, env))
         if "lightgbm" in chosen:
             print("running LightGBM ...", flush=True)
-            runs.append(run_lightgbm(train, test, args.lightgbm_rounds, work))
+            runs.append(run_lightgbm(train, test, args.lightgbm_rounds, work, env))
 
     body = render(runs, args, dataset, machine_description(args.device))
     print(body)

@@ -48,6 +48,14 @@ def test_a_resumed_call_reuses_data_written_from_the_same_recipe_and_rewrites_it
     # The same recipe: the files already there, untouched, and the recorded runs kept
     assert ranking_quality.written_data(folder, recipe, must_not_write) == (train, test)
     assert (folder / "results" / "native-1.json").exists()
+    # The same recipe without its files (records carried to another machine): written again, the records kept
+    train.unlink()
+    rewritten = []
+    ranking_quality.written_data(folder, recipe,
+                                 lambda: rewritten.append(1) or ranking_quality.write_letor_sample(folder,
+                                                                                                  letor_sample_dir))
+    assert rewritten == [1] and train.exists()
+    assert (folder / "results" / "native-1.json").exists()
     # Another recipe: written afresh, and the runs recorded on the old files forgotten
     rewritten = []
     ranking_quality.written_data(folder, {**recipe, "sample": "elsewhere"},
