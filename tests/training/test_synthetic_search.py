@@ -34,3 +34,18 @@ def test_raw_counts_written_as_letor_text_read_back_exactly_with_scikit_learn(tm
     np.testing.assert_array_equal(features.toarray(), data.features)
     np.testing.assert_array_equal(labels, data.labels)
     np.testing.assert_array_equal(np.bincount(query_ids)[1:], np.diff(data.query_offsets))
+
+
+def test_the_writer_keeps_document_order_across_blocks_formatted_on_several_threads(tmp_path, monkeypatch):
+    # Given blocks of 7 documents formatted 3 at a time (more blocks than threads, a short last one)
+    monkeypatch.setattr(synthetic, "_WRITE_BLOCK_DOCS", 7)
+    monkeypatch.setattr(synthetic, "available_cores", lambda: 3)
+    data = synthetic_search.generate(12, docs_per_query=6, num_features=10, seed=4)
+    assert len(data.labels) > 3 * 7 * 2 and len(data.labels) % 7
+    # When written and read back by scikit-learn
+    path = synthetic.write_letor(data, tmp_path, with_qid=True)
+    features, labels, query_ids = load_svmlight_file(str(path), n_features=10, query_id=True, dtype=np.float32)
+    # Then every document is where the data has it
+    np.testing.assert_array_equal(features.toarray(), data.features)
+    np.testing.assert_array_equal(labels, data.labels)
+    np.testing.assert_array_equal(np.bincount(query_ids)[1:], np.diff(data.query_offsets))
