@@ -21,9 +21,10 @@ Runs on each (`--runs`):
                 PREVIOUS_RECIPE), as a baseline
   lightgbm      benchmarks/baselines/lightgbm_lambdarank.py: LightGBM lambdarank with the usual MSLR settings, every
                 core (`--threads`), on scikit-learn's reading of the same text, in a process of its own
-  `--variants`  train_ddp.py with some flags changed from the shipped defaults, one run per variant, to choose
-                defaults by measurement: `--variants "bins=8,loss=graded_listwise;batch-size=64,learning-rate=0.003"`
-                (variants separated by `;`, each a comma-separated list of flag=value)
+  `--variants`  an entry point with some flags changed from the shipped defaults, one run per variant, to choose
+                defaults by measurement: `--variants "bins=8,loss=graded_listwise;lightning:batch-size=64"`
+                (variants separated by `;`, each a comma-separated list of flag=value, run by train_ddp.py or, after
+                `lightning:`, by train_lightning.py)
 The trainers hold a fifth of the training queries out for validation (model selection); LightGBM trains on all of
 them. Test NDCG@10 is scikit-learn's definition (ranker.model.metrics), on the same test file for every run. Launch
 to model is each run's wall time from launch to its model on disk, text parsing included. LightGBM is a
@@ -89,15 +90,21 @@ def write_letor_sample(folder: Path, sample: Path) -> tuple[Path, Path]:
             synthetic.write_letor(test, folder, with_qid=True, name="rank.test"))
 
 
-def variant_flags(variant: str) -> tuple[str, ...]:
-    """`"bins=8,loss=graded_listwise"` -> `("--bins", "8", "--loss", "graded_listwise")`."""
+def variant_flags(variant: str) -> tuple[str, tuple[str, ...]]:
+    """`"bins=8,loss=graded_listwise"` -> `("native", ("--bins", "8", "--loss", "graded_listwise"))`; a
+    `lightning:` prefix names the Lightning entry point."""
+    entry, colon, assignments = variant.strip().rpartition(":")
+    entry = entry.strip() if colon else "native"
+    if entry not in ENTRY_POINTS:
+        raise ValueError(f"--variants: {entry!r} is not an entry point; prefix a variant with one of "
+                         f"{', '.join(f'{name}:' for name in ENTRY_POINTS)} or with none for native")
     flags = []
-    for assignment in variant.split(","):
+    for assignment in assignments.split(","):
         name, equals, value = assignment.strip().partition("=")
         if not equals or not name or not value:
             raise ValueError(f"--variants: {assignment!r} is not flag=value; write e.g. bins=8,loss=graded_listwise")
         flags += [f"--{name.strip()}", value.strip()]
-    return tuple(flags)
+    return entry, tuple(flags)
 
 
 def written_data(folder: Path, recipe: dict, write: Callable[[], tuple[Path, Path]]) -> tuple[Path, Path]:
@@ -156,10 +163,11 @@ def run_dataset(dataset: str, train: Path, test: Path, args: argparse.Namespace,
     launchers = {name: partial(trainer, label, ENTRY_POINTS.get(name, ENTRY_POINTS["native"]),
                                PREVIOUS_RECIPE if name == "previous" else (), name)
                  for name, label in RUN_LABELS.items() if name in args.runs}
-    for flags in args.variants:
-        slug = "variant" + re.sub(r"[^A-Za-z0-9.]+", "-", " ".join(flags)).rstrip("-")
-        launchers[slug] = partial(trainer, f"train_ddp.py, shipped defaults but `{' '.join(flags)}`",
-                                  ENTRY_POINTS["native"], flags, slug)
+    for entry, flags in args.variants:
+        slug = f"variant{'' if entry == 'native' else '-' + entry}" + re.sub(r"[^A-Za-z0-9.]+", "-",
+                                                                               " ".join(flags)).rstrip("-")
+        launchers[slug] = partial(trainer, f"{ENTRY_POINTS[entry]}, shipped defaults but `{' '.join(flags)}`",
+                                  ENTRY_POINTS[entry], flags, slug)
     if "lightgbm" in args.runs:
         launchers["lightgbm"] = lightgbm
     return [recorded(work / dataset / "results" / f"{name}-{args.gpus}.json", launcher)

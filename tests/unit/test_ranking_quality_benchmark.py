@@ -83,6 +83,11 @@ def test_a_finished_run_is_read_back_from_its_record_and_a_failed_one_is_launche
 
 
 def test_a_variant_becomes_the_flags_it_changes_and_a_malformed_one_names_the_fix():
-    assert ranking_quality.variant_flags("bins=8, loss=graded_listwise") == ("--bins", "8", "--loss", "graded_listwise")
+    assert ranking_quality.variant_flags("bins=8, loss=graded_listwise") == ("native", ("--bins", "8", "--loss",
+                                                                                      "graded_listwise"))
+    assert ranking_quality.variant_flags("lightning:batch-size=32") == ("lightning", ("--batch-size", "32"))
+    with pytest.raises(ValueError, match=r"--variants: 'torchrun' is not an entry point; prefix a variant with one "
+                                         r"of native:, lightning: or with none"):
+        ranking_quality.variant_flags("torchrun:bins=8")
     with pytest.raises(ValueError, match=r"--variants: 'bins' is not flag=value; write e.g. bins=8"):
         ranking_quality.variant_flags("bins")
