@@ -76,7 +76,7 @@ def test_missing_training_channel_says_how_to_give_one():
     (["--dropout", "1.5"], "--dropout: bad value 1.5: use a number >= 0 and < 1"),
     (["--dropout", "nan"], "--dropout: bad value nan: use a number >= 0 and < 1"),
     (["--learning-rate", "-1"], "--learning-rate: bad value -1.0: use a number > 0"),
-    (["--batch_size", "0"], "--batch-size: bad value 0: use a whole number >= 1"),
+    (["--batch_size", "-1"], "--batch-size: bad value -1: use a whole number >= 0"),
     (["--validation-fraction", "1"], "--validation-fraction: bad value 1.0: use a number > 0 and < 1"),
     (["--epochs", "0"], "--epochs: bad value 0: train for at least 1 epoch or set --max-steps"),
     (["--precision", "fp16"], "argument --precision: invalid choice: 'fp16' (choose from 'bf16', 'fp32')"),

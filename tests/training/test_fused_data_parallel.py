@@ -23,7 +23,8 @@ QUERIES = 8  # per global batch: whole queries for each of 2 or 4 ranks
 STEPS = 4
 # LayerNorm's and the per-feature embedding's parameters take the ordinary autograd path: both kinds of parameter
 # are covered
-MODEL = ModelConfig(num_features=12, width=16, num_layers=4, norm="layer", dropout=0.0)
+MODEL = ModelConfig(num_features=12, width=16, num_layers=4, norm="layer", dropout=0.0, embedding_width=8,
+                    embedding_layers=2)
 
 
 def global_batch(step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

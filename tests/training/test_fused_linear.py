@@ -49,7 +49,8 @@ def test_fused_layer_matches_autocast_linear_and_relu(relu, bias):
 
 def test_the_fused_plan_pairs_each_linear_with_the_relu_right_after_it_with_and_without_norm():
     for norm in ("none", "layer"):
-        model = RankingMLP(ModelConfig(num_features=12, width=16, num_layers=4, norm=norm, dropout=0.1))
+        model = RankingMLP(ModelConfig(num_features=12, width=16, num_layers=4, norm=norm, dropout=0.1,
+                                       embedding_layers=2))
         plan = [(type(module).__name__, relu) for module, relu in fused_plan(model.layers)]
         if norm == "none":  # every hidden Linear takes its ReLU along; dropout stays a module of its own
             assert plan == [("Linear", True), ("Dropout", False)] * 3 + [("Linear", False)]

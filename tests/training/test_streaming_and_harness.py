@@ -46,6 +46,14 @@ def test_each_rank_streams_only_its_own_shards_every_query_whole(shard_dir):
         assert len(served) == batches.steps_per_epoch * 4 * 8  # 8 documents per query, no padding served
 
 
+def test_streaming_chooses_the_batch_from_the_smallest_ranks_queries_with_batch_size_0(shard_dir):
+    # 5 shards of 15 queries on 2 ranks, 30 queries on the smaller one: 16 per step, one step an epoch
+    batches = [StreamingBatches(shard_dir, 0, rank, 2, seed=0, device=torch.device("cpu")) for rank in (0, 1)]
+    assert [b.batch_size for b in batches] == [16, 16] and [b.steps_per_epoch for b in batches] == [1, 1]
+    features, _, _ = next(iter(batches[1].epoch_batches(0)))
+    assert features.shape[0] == 16
+
+
 @pytest.mark.parametrize("threads", [1, 3])
 def test_streaming_order_is_deterministic_by_seed_and_epoch_and_resumes_mid_epoch(shard_dir, threads):
     make = lambda: StreamingBatches(shard_dir, 4, 0, 1, seed=5, device=torch.device("cpu"),  # noqa: E731

@@ -102,10 +102,10 @@ class ModelConfig:
     bins: int = field(default=32, metadata=allowed(minimum=1))
     """Bins per feature of the piecewise-linear encoding (fewer where a feature has fewer distinct values): each
     feature's embedding takes `bins` inputs (the first dense layer `num_features * bins` with `embedding_width` 0)."""
-    embedding_width: int = field(default=32, metadata=allowed(minimum=0))
+    embedding_width: int = field(default=16, metadata=allowed(minimum=0))
     """ReLU units in each of a feature's own dense layers over its encoded values (ranker.model.embedding); the first
     shared dense layer then takes `num_features * embedding_width` inputs. 0 feeds it the encoding directly."""
-    embedding_layers: int = field(default=2, metadata=allowed(minimum=1))
+    embedding_layers: int = field(default=8, metadata=allowed(minimum=1))
     """Dense layers of each feature's own, with `embedding_width` > 0."""
     output_bias: bool = True
     """Bias on the scoring layer. The pairwise and listwise losses are blind to a constant added to every score, so
@@ -156,8 +156,10 @@ class TrainConfig:
     """Passes over the training queries (ignored when `max_steps` is set)."""
     max_steps: int = field(default=0, metadata=allowed(minimum=0))
     """Optimizer steps in total; 0 means `epochs` full passes."""
-    batch_size: int = field(default=16, metadata=allowed(minimum=1))
-    """Queries per batch on each process (a query's documents always stay together)."""
+    batch_size: int = field(default=0, metadata=allowed(minimum=0))
+    """Queries per batch on each process (a query's documents always stay together). 0 chooses it from the training
+    queries (ranker.data.batches.auto_batch_size): 16, doubled while an epoch keeps at least 250 steps, so small
+    channels get many updates and large ones steps worth launching on a GPU (32 at 8,000 training queries)."""
     learning_rate: float = field(default=2e-3, metadata=allowed(above=0))
     """Peak AdamW learning rate, reached after warm-up, then cosine decay to zero."""
     weight_decay: float = field(default=0.01, metadata=allowed(minimum=0))

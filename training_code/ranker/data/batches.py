@@ -40,6 +40,32 @@ class DeviceQueries:
         return self.features[query_indices], self.labels[query_indices], self.mask[query_indices]
 
 
+AUTO_BATCH_MIN = 16
+AUTO_BATCH_STEPS_PER_EPOCH = 250
+
+
+def auto_batch_size(queries_per_process: int) -> int:
+    """`--batch-size 0`: AUTO_BATCH_MIN queries, doubled while an epoch keeps at least AUTO_BATCH_STEPS_PER_EPOCH
+    steps. On N processes each holds a 1/N share, so the global batch (and the recipe) stays that of one process.
+    What it is worth on search-like data at both benchmark sizes: docs/benchmarks.md, ranking quality. A channel of
+    fewer queries than AUTO_BATCH_MIN trains on all of them in each step."""
+    batch = AUTO_BATCH_MIN
+    while queries_per_process // (2 * batch) >= AUTO_BATCH_STEPS_PER_EPOCH:
+        batch *= 2
+    return max(1, min(batch, queries_per_process))
+
+
+def resolved_batch_size(requested: int, queries_per_process: int, rank: int) -> int:
+    """`requested`, or auto_batch_size's choice for 0, which rank 0 prints."""
+    if requested:
+        return requested
+    chosen = auto_batch_size(queries_per_process)
+    if rank == 0:
+        print(f"batch size: {chosen} queries per step per process (--batch-size 0: chosen for "
+              f"{queries_per_process:,} training queries per process)", flush=True)
+    return chosen
+
+
 def epoch_permutation(num_queries: int, seed: int, epoch: int) -> torch.Tensor:
     generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
     return torch.randperm(num_queries, generator=generator)
@@ -59,6 +85,7 @@ class QueryBatches(EpochBatches):
     """Batches gathered from queries resident on the device."""
 
     def __init__(self, queries: DeviceQueries, batch_size: int, rank: int = 0, world_size: int = 1, seed: int = 0):
+        batch_size = resolved_batch_size(batch_size, queries.num_queries // world_size, rank)
         self.queries, self.batch_size, self.seed = queries, batch_size, seed
         self.rank, self.world_size = rank, world_size
         self.steps_per_epoch = queries.num_queries // (batch_size * world_size)

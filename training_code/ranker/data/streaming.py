@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ranker.data import shards
-from ranker.data.batches import Batch, EpochBatches, epoch_permutation
+from ranker.data.batches import Batch, EpochBatches, epoch_permutation, resolved_batch_size
 
 
 class StreamingBatches(EpochBatches):
@@ -34,7 +34,7 @@ class StreamingBatches(EpochBatches):
                              f"the channel with ranker.data.convert --docs-per-shard small enough for >= {world_size}")
         if threads < 1 or prefetch < 1:
             raise ValueError(f"streaming: threads={threads}, prefetch={prefetch}; use at least 1 of each")
-        self.batch_size, self.seed, self.device, self.log1p = batch_size, seed, device, log1p
+        self.seed, self.device, self.log1p = seed, device, log1p
         self.prefetch, self.threads = prefetch, threads
         self.max_docs, self.num_features = manifest["max_docs"], manifest["num_features"]
         self.shards = [shards.open_shard(folder, name) for name in names[rank::world_size]]
@@ -43,6 +43,7 @@ class StreamingBatches(EpochBatches):
         # Every rank must take the same number of steps (DDP); the offsets files alone tell each rank's count.
         per_rank = [sum(len(np.load(Path(folder) / f"{name}.offsets.npy")) - 1 for name in names[r::world_size])
                     for r in range(world_size)]
+        self.batch_size = batch_size = resolved_batch_size(batch_size, min(per_rank), rank)
         self.steps_per_epoch = min(per_rank) // batch_size
         if self.steps_per_epoch == 0:
             raise ValueError(f"batch_size: {batch_size} queries exceeds the {min(per_rank)} queries of the smallest "
