@@ -20,7 +20,7 @@ Runs on each (`--runs`):
                 ListNet loss on softmax(label), 10 epochs of 16 queries per batch, width 256, learning rate 0.001:
                 PREVIOUS_RECIPE), as a baseline
   lightgbm      benchmarks/baselines/lightgbm_lambdarank.py: LightGBM lambdarank with the usual MSLR settings, every
-                core (`--threads`), on scikit-learn's reading of the same text, in a process of its own
+                core (`--threads`), on the same text read by the project's parser, in a process of its own
   `--variants`  an entry point with some flags changed from the shipped defaults, one run per variant, to choose
                 defaults by measurement: `--variants "bins=8,loss=graded_listwise;lightning:batch-size=64"`
                 (variants separated by `;`, each a comma-separated list of flag=value, run by train_ddp.py or, after

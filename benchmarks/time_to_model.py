@@ -13,7 +13,7 @@ function. Then runs, each as a fresh process from launch to its model on disk:
   lightning   training_code/train_lightning.py, the same
   plain       benchmarks/baselines/plain_letor.py: scikit-learn's loader, DataLoader, DDP, the same model
   lightgbm    benchmarks/baselines/lightgbm_lambdarank.py: LightGBM lambdarank (500 rounds, 255 leaves, learning
-              rate 0.05, every host core) on scikit-learn's loader's arrays
+              rate 0.05, every host core) on the arrays of the project's LETOR parser
 Each run's wall is split into start-up, ingest, to device (and set-up, to the first logged training step),
 training, evaluation and saving, from the times its log lines arrive (the project's `ingest:` and metric lines, the
 baselines' `plain:` and `lightgbm:` lines). Table on stdout; section `time-to-model` in docs/benchmarks.md.
@@ -103,7 +103,7 @@ def run_timed(command: list[str], cwd: Path, env: dict[str, str], log: Path) -> 
     started = time.perf_counter()
     lines = []
     with subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          bufsize=1) as process, log.open("w") as record:
+                          bufsize=1) as process, log.open("w", buffering=1) as record:  # a line on disk as it comes
         for line in process.stdout:
             lines.append((time.perf_counter() - started, line.rstrip("\n")))
             record.write(f"{lines[-1][0]:9.3f} {line}")
@@ -173,6 +173,8 @@ def run_lightgbm(train: Path, test: Path, rounds: int, work: Path, env: dict, th
         return Run("LightGBM lambdarank", 0, note="not installed: pip install lightgbm==4.7.0")
     threads = threads or available_cores()
     out = work / name
+    # The script reads the text with the project's parser: the training code goes on its path.
+    env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(TRAINING_CODE), env.get("PYTHONPATH")]))}
     lines = run_timed([sys.executable, str(LIGHTGBM_SCRIPT), "--train", str(train), "--test", str(test), "--output",
                        str(out), "--rounds", str(rounds), "--threads", str(threads)],
                       Path.cwd(), env, work / f"{name}.log")  # this cwd: a relative PYTHONPATH finds LightGBM alike

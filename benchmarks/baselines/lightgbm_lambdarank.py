@@ -1,5 +1,7 @@
-"""LightGBM lambdarank as a ranking engineer runs it: its own script, scikit-learn's svmlight loader, every core.
-benchmarks.time_to_model and benchmarks.ranking_quality run it beside the project's entry points:
+"""LightGBM lambdarank as a ranking engineer runs it: its own script on every core, the text read into arrays by the
+fastest reader at hand (the project's multi-process LETOR parser, ranker.data.channels, which does not import torch),
+so its time is LightGBM's own. benchmarks.time_to_model and benchmarks.ranking_quality run it beside the project's
+entry points:
 
     python benchmarks/baselines/lightgbm_lambdarank.py --train rank.train --test rank.test --output DIR [--threads N]
 
@@ -32,40 +34,32 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def query_bounds(query_ids: np.ndarray) -> np.ndarray:
-    """Offsets of the runs of equal query ids: `[0, end of query 1, ..., len]`."""
-    return np.concatenate([[0], np.flatnonzero(np.diff(query_ids)) + 1, [len(query_ids)]])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--train", type=Path, required=True, help="LETOR text with qid: columns")
-    parser.add_argument("--test", type=Path, required=True, help="held-out LETOR text with qid: columns")
+    parser.add_argument("--train", type=Path, required=True, help="LETOR text (a qid: column or a .query file)")
+    parser.add_argument("--test", type=Path, required=True, help="held-out LETOR text, the same format")
     parser.add_argument("--output", type=Path, required=True, help="folder for lightgbm.txt and test_scores.npz")
     parser.add_argument("--rounds", type=int, default=500)
     parser.add_argument("--threads", type=int, required=True, help="LightGBM's num_threads")
     args = parser.parse_args()
     # Imported here, not at the top: the benchmarks read PARAMS where LightGBM is not installed.
     import lightgbm
-    from sklearn.datasets import load_svmlight_file
+    from ranker.data.channels import read_letor_file
 
     mark("ingest start")
-    train_x, train_y, train_q = load_svmlight_file(str(args.train), dtype=np.float32, query_id=True,
-                                                   zero_based=False)
-    test_x, test_y, test_q = load_svmlight_file(str(args.test), n_features=train_x.shape[1], dtype=np.float32,
-                                                query_id=True, zero_based=False)
+    train, test = read_letor_file(args.train), read_letor_file(args.test)
     mark("ingest end")
-    # Dense, not the loader's sparse matrix: the peer gets its faster path. On 180k search-like documents (counts
-    # and flags that are often 0), 30 rounds on 2 threads took 6.1 s dense against 7.3 s sparse.
-    dataset = lightgbm.Dataset(train_x.toarray(), train_y, group=np.diff(query_bounds(train_q)))
+    # Dense arrays, LightGBM's faster path: on 180k search-like documents (counts and flags that are often 0), 30
+    # rounds on 2 threads took 6.1 s dense against 7.3 s on a sparse matrix.
+    dataset = lightgbm.Dataset(train.features, train.labels, group=np.diff(train.query_offsets))
     mark("training start")
     started, cpu_started = time.perf_counter(), cpu_seconds()
     booster = lightgbm.train({**PARAMS, "num_threads": args.threads}, dataset, num_boost_round=args.rounds)
     busy = (cpu_seconds() - cpu_started) / (time.perf_counter() - started)
     mark(f"training end cores_busy={busy:.1f}")
-    scores = booster.predict(test_x.toarray(), num_threads=args.threads)
+    scores = booster.predict(test.features, num_threads=args.threads)
     args.output.mkdir(parents=True, exist_ok=True)
-    np.savez(args.output / "test_scores.npz", scores=scores, labels=test_y, offsets=query_bounds(test_q))
+    np.savez(args.output / "test_scores.npz", scores=scores, labels=test.labels, offsets=test.query_offsets)
     mark("evaluation end")
     booster.save_model(str(args.output / "lightgbm.txt"))
 
