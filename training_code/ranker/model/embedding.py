@@ -4,7 +4,7 @@ bins, ranker.model.encoding) go through `layers` layers of `width` ReLU units th
 features' embeddings, side by side, are what the first shared dense layer takes.
 
 Why: a relevance rule of the form "count above t" is a step in one feature. The first shared layer can only add up
-ramps of every feature; units of its own per feature can shape that feature's step first. What one and two layers
+ramps of every feature; units of its own per feature can shape that feature's step first. What depth and width
 are worth on the search-like benchmark: docs/benchmarks.md, ranking quality.
 
 The layers are not `nn.Linear`s: those are the shared dense layers, which the fused GPU paths (ranker.gpu) run their
