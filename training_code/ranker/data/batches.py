@@ -47,8 +47,8 @@ AUTO_BATCH_STEPS_PER_EPOCH = 250
 def auto_batch_size(queries_per_process: int) -> int:
     """`--batch-size 0`: AUTO_BATCH_MIN queries, doubled while an epoch keeps at least AUTO_BATCH_STEPS_PER_EPOCH
     steps. On N processes each holds a 1/N share, so the global batch (and the recipe) stays that of one process.
-    What it is worth on search-like data at both benchmark sizes: docs/benchmarks.md, ranking quality. A channel of
-    fewer queries than AUTO_BATCH_MIN trains on all of them in each step."""
+    Its choices at the ranking benchmark's two sizes (16 and 32 queries) and what they rank: docs/benchmarks.md,
+    ranking quality. A channel of fewer queries than AUTO_BATCH_MIN trains on all of them in each step."""
     batch = AUTO_BATCH_MIN
     while queries_per_process // (2 * batch) >= AUTO_BATCH_STEPS_PER_EPOCH:
         batch *= 2
