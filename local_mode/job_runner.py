@@ -86,11 +86,11 @@ def _run(job: TrainingJob, s3: Any, settings: RunnerSettings, on_log_line: LogSi
         return
 
     job.advance("Training")
-    log_tail: deque[str] = deque(maxlen=200)
+    log_tails: dict[str, deque[str]] = {host: deque(maxlen=200) for host in hosts}
     log_files = {host: folder.log_file.open("a", encoding="utf-8") for host, folder in folders.items()}
 
     def on_line(host: str, line: str) -> None:
-        log_tail.append(line)
+        log_tails[host].append(line)
         log_files[host].write(line + "\n")
         job.observe_log_line(line)
         on_log_line(host, line)
@@ -116,7 +116,7 @@ def _run(job: TrainingJob, s3: Any, settings: RunnerSettings, on_log_line: LogSi
     group.start()
     syncer.start()
     try:
-        exit_code, reason = group.wait(deadline=time.monotonic() + max_runtime, stop_requested=job.stop_requested,
+        ended = group.wait(deadline=time.monotonic() + max_runtime, stop_requested=job.stop_requested,
                                        grace_seconds=settings.stop_grace_seconds)
     finally:
         training_done.set()
@@ -126,17 +126,17 @@ def _run(job: TrainingJob, s3: Any, settings: RunnerSettings, on_log_line: LogSi
     if checkpoints:
         checkpoints.push()
 
-    first = folders[hosts[0]]
-    if reason == "exit" and exit_code != 0:
-        job.finish("Failed", failure_reason=_algorithm_error(exit_code, folders.values(), list(log_tail)))
+    if ended.failed_host:
+        job.finish("Failed", failure_reason=_algorithm_error(ended.code, folders[ended.failed_host],
+                                                             list(log_tails[ended.failed_host])))
         return
-    if reason == "exit":
+    if ended.reason == "exit":
         job.advance("Uploading")
-    job.set_model_artifacts(_upload_artifacts(s3, job, first))
-    if reason == "exit":
+    job.set_model_artifacts(_upload_artifacts(s3, job, folders[hosts[0]]))
+    if ended.reason == "exit":
         job.finish("Completed")
     else:
-        job.finish("Stopped", secondary_status="Stopped" if reason == "stop" else "MaxRuntimeExceeded")
+        job.finish("Stopped", secondary_status="Stopped" if ended.reason == "stop" else "MaxRuntimeExceeded")
 
 
 def _prepare_host(request: dict[str, Any], s3: Any, folder: HostFolder, host: str, hosts: list[str],
@@ -207,11 +207,10 @@ def _sync_until(checkpoints: CheckpointSync | None, done: threading.Event, setti
         checkpoints.push()
 
 
-def _algorithm_error(exit_code: int, folders: Any, log_tail: list[str]) -> str:
-    """The algorithm's own /opt/ml/output/failure when it wrote one, else the last error lines of the log."""
-    written = [folder.failure_file.read_text().strip() for folder in folders if folder.failure_file.is_file()]
-    if written:
-        message = written[0]
+def _algorithm_error(exit_code: int, folder: HostFolder, log_tail: list[str]) -> str:
+    """The failed host's own /opt/ml/output/failure when it wrote one, else the last error lines of its log."""
+    if folder.failure_file.is_file():
+        message = folder.failure_file.read_text().strip()
     else:
         lines = [line.strip() for line in log_tail if line.strip()]
         errors = [line for line in lines if _ERROR_LINE.search(line)] or lines

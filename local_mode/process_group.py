@@ -8,10 +8,20 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from local_mode.launcher import Launch
 
 LogSink = Callable[[str, str], None]  # (host, line)
+
+
+@dataclass(frozen=True)
+class GroupExit:
+    """How a group ended. The host that failed first is the one to explain: the others were only told to stop."""
+
+    code: int  # the first non-zero exit code, or 0
+    reason: str  # "exit", "stop" or "timeout"
+    failed_host: str | None = None
 
 
 class ProcessGroup:
@@ -39,25 +49,32 @@ class ProcessGroup:
         for line in process.stdout:
             self._on_line(host, line.rstrip("\n"))
 
-    def wait(self, *, deadline: float, stop_requested: threading.Event, grace_seconds: float) -> tuple[int, str]:
-        """Block until all exit. Returns (first non-zero exit code or 0, why it ended: "exit", "stop", "timeout")."""
-        reason, first_failure = "exit", 0
-        while any(process.poll() is None for process in self._processes):
-            failed = [process.returncode for process in self._processes if process.returncode not in (None, 0)]
-            if failed or stop_requested.is_set() or time.monotonic() > deadline:
-                if failed:
-                    first_failure = failed[0]
-                else:
-                    reason = "stop" if stop_requested.is_set() else "timeout"
+    def wait(self, *, deadline: float, stop_requested: threading.Event, grace_seconds: float) -> GroupExit:
+        """Block until all exit; a failure, a stop request or the deadline stops the rest."""
+        ended: GroupExit | None = None
+        while self._running():
+            failure = self._first_failure()
+            if failure or stop_requested.is_set() or time.monotonic() > deadline:
+                ended = failure or GroupExit(0, "stop" if stop_requested.is_set() else "timeout")
                 self.terminate(grace_seconds)
                 break
             time.sleep(0.1)
         for reader in self._readers:
             reader.join(timeout=5)
-        codes = [process.wait() for process in self._processes]
-        if reason == "exit" and not first_failure:
-            first_failure = next((code for code in codes if code != 0), 0)
-        return first_failure, reason
+        for process in self._processes:
+            process.wait()
+        return ended or self._first_failure() or GroupExit(0, "exit")
+
+    def _running(self) -> bool:
+        # Poll every process, not just up to the first one still running: a later host's failure must be seen
+        # while an earlier host waits on it (a collective that never completes).
+        return [process.poll() for process in self._processes].count(None) > 0
+
+    def _first_failure(self) -> GroupExit | None:
+        for launch, process in zip(self._launches, self._processes):
+            if process.returncode not in (None, 0):
+                return GroupExit(process.returncode, "exit", launch.host)
+        return None
 
     def terminate(self, grace_seconds: float) -> None:
         """SIGTERM to every process group, then SIGKILL to whatever is left after `grace_seconds`."""

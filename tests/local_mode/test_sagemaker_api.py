@@ -162,6 +162,20 @@ def test_a_failing_script_fails_the_job_with_its_error(sagemaker, training_reque
     assert description["ModelArtifacts"]["S3ModelArtifacts"] == ""
 
 
+def test_the_reason_of_a_failed_multi_host_job_is_the_error_of_the_host_that_failed(sagemaker, training_request,
+                                                                                   wait_for_end):
+    # Given two hosts where algo-2 raises and algo-1, stopped because of it, logs an error line of its own last
+    sagemaker.create_training_job(**training_request("api-fail-host", "fail_on_last_host.py", instance_count=2))
+
+    # When it runs
+    description = wait_for_end("api-fail-host")
+
+    # Then the reason is algo-2's error, not the stop that followed it on algo-1
+    assert description["TrainingJobStatus"] == "Failed"
+    assert "rank.train line 9 on the last host" in description["FailureReason"]
+    assert "SignalException" not in description["FailureReason"]
+
+
 def test_a_channel_without_objects_fails_with_a_client_error(sagemaker, training_request, wait_for_end):
     # Given a channel pointing at an empty prefix
     request = training_request("api-empty", "write_model.py")
