@@ -117,7 +117,7 @@ def _run(job: TrainingJob, s3: Any, settings: RunnerSettings, on_log_line: LogSi
     syncer.start()
     try:
         ended = group.wait(deadline=time.monotonic() + max_runtime, stop_requested=job.stop_requested,
-                                       grace_seconds=settings.stop_grace_seconds)
+                           grace_seconds=settings.stop_grace_seconds)
     finally:
         training_done.set()
         syncer.join()
