@@ -68,7 +68,7 @@ class ProcessGroup:
     def _running(self) -> bool:
         # Poll every process, not just up to the first one still running: a later host's failure must be seen
         # while an earlier host waits on it (a collective that never completes).
-        return [process.poll() for process in self._processes].count(None) > 0
+        return None in [process.poll() for process in self._processes]
 
     def _first_failure(self) -> GroupExit | None:
         for launch, process in zip(self._launches, self._processes):
