@@ -188,8 +188,8 @@ class PipelineConfig(BaseModel):
                     "0.7}` (JSON with `-c`); a model below it, or without that metric, is not registered and the "
                     "notification says why; unset: every completed job's model is registered "
                     "(docs/model-registry.md)")
-    log_retention_days: int = Field(description="trigger log retention in days, one of the periods CloudWatch "
-                                                "Logs allows")
+    log_retention_days: int = Field(description="days the Lambdas' CloudWatch logs and the buckets' S3 server "
+                                                "access logs are kept, one of the periods CloudWatch Logs allows")
     noncurrent_version_expiration_days: int = Field(ge=1, le=3650,
                                                     description="days old object versions are kept in the buckets")
     ecr_images_to_keep: int = Field(ge=1, le=1000, description="newest images kept in the ECR repository")

@@ -28,8 +28,10 @@ class StatefulStack(Stack):
         key = ProjectKey(self, "Encryption", project_prefix=config.project_prefix, removal_policy=removal_policy).key
         data_key = key if config.enable_kms else None
         buckets = ProjectBuckets(self, "Buckets", key=data_key, removal_policy=removal_policy,
-                                 noncurrent_version_expiration_days=config.noncurrent_version_expiration_days)
+                                 noncurrent_version_expiration_days=config.noncurrent_version_expiration_days,
+                                 access_log_retention_days=config.log_retention_days)
+        pinned_tag = config.custom_image_tag if config.image_source == "custom" else None
         repository = TrainingImageRepository(self, "ImageRepository", key=data_key, removal_policy=removal_policy,
-                                             images_to_keep=config.ecr_images_to_keep).repository
+                                             images_to_keep=config.ecr_images_to_keep, pinned_tag=pinned_tag).repository
         export_shared_resources(self, export_prefix=export_prefix, key=key, data_bucket=buckets.data,
                                 artifacts_bucket=buckets.artifacts, repository=repository)

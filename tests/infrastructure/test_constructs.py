@@ -67,7 +67,8 @@ def test_project_key_lets_eventbridge_and_alarms_encrypt_for_the_topic() -> None
 def test_buckets_are_versioned_private_encrypted_logged_and_expire_old_versions(with_key: bool) -> None:
     stack = bare_stack()
     key = kms.Key(stack, "Key") if with_key else None
-    ProjectBuckets(stack, "Buckets", key=key, removal_policy=RemovalPolicy.RETAIN, noncurrent_version_expiration_days=9)
+    ProjectBuckets(stack, "Buckets", key=key, removal_policy=RemovalPolicy.RETAIN, noncurrent_version_expiration_days=9,
+                   access_log_retention_days=30)
     template = Template.from_stack(stack)
     buckets = template.find_resources("AWS::S3::Bucket")
     assert len(buckets) == 3
@@ -93,7 +94,7 @@ def test_buckets_are_versioned_private_encrypted_logged_and_expire_old_versions(
 def test_image_repository_scans_on_push_keeps_tags_immutable_and_the_newest_images() -> None:
     stack = bare_stack()
     TrainingImageRepository(stack, "Repo", key=kms.Key(stack, "Key"), removal_policy=RemovalPolicy.RETAIN,
-                            images_to_keep=7)
+                            images_to_keep=7, pinned_tag=None)
     template = Template.from_stack(stack)
     template.has_resource_properties("AWS::ECR::Repository", {
         "ImageScanningConfiguration": {"ScanOnPush": True},
