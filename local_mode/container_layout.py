@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 # SageMaker names a homogeneous cluster's only instance group this way.
@@ -20,11 +20,21 @@ def host_names(instance_count: int) -> list[str]:
     return [f"algo-{index}" for index in range(1, instance_count + 1)]
 
 
+CONTAINER_ROOT = PurePosixPath("/opt/ml")
+
+
 @dataclass(frozen=True)
 class HostFolder:
     """One host's /opt/ml."""
 
     root: Path
+
+    def container_path(self, path: str) -> Path | None:
+        """Where the container's `/opt/ml/...` path lies in this host's folder; None outside that tree."""
+        container = PurePosixPath(path)
+        if not container.is_relative_to(CONTAINER_ROOT) or ".." in container.parts:
+            return None
+        return self.root.joinpath(*container.relative_to(CONTAINER_ROOT).parts)
 
     @property
     def config_dir(self) -> Path:

@@ -55,12 +55,18 @@ class ClientError(Exception):
     """A problem with the request's inputs, reported as the service does: `ClientError: ...`."""
 
 
+class FrameworkError(Exception):
+    """The container's toolkit failed before the user's script ran: `AlgorithmError: Framework Error: ...`."""
+
+
 def run_job(job: TrainingJob, *, s3: Any, settings: RunnerSettings, on_log_line: LogSink) -> None:
     """Run `job` to a terminal status; never raises (every outcome ends up in the job record)."""
     try:
         _run(job, s3, settings, on_log_line)
     except ClientError as error:
         job.finish("Failed", failure_reason=f"ClientError: {error}")
+    except FrameworkError as error:
+        job.finish("Failed", failure_reason=f"AlgorithmError: Framework Error: {error}"[:FAILURE_REASON_LIMIT])
     except Exception as error:  # an unexpected local-mode fault must still end the job, not hang its waiters
         job.finish("Failed", failure_reason=f"InternalServerError: {type(error).__name__}: {error}")
 
@@ -173,11 +179,22 @@ def _stage_channel(s3: Any, channel: dict[str, Any], folder: HostFolder, shard: 
 
 
 def _stage_code(s3: Any, framework: dict[str, Any], folder: HostFolder) -> None:
-    bundle = framework.get("sagemaker_submit_directory")
+    """The toolkit's step: unpack sagemaker_submit_directory, an S3 object, or with network isolation a file in the
+    container that an input channel brought."""
+    bundle = str(framework.get("sagemaker_submit_directory") or "")
     if not bundle or not framework.get("sagemaker_program"):
         raise ClientError("local mode runs script mode only: the hyperparameters need sagemaker_submit_directory "
-                          "(an s3:// sourcedir.tar.gz) and sagemaker_program (the entry point)")
-    bucket, key = split_s3_uri(str(bundle))
+                          "(a sourcedir.tar.gz in S3 or in an input channel) and sagemaker_program (the entry point)")
+    if not bundle.startswith("s3://"):
+        archive = folder.container_path(bundle)
+        if archive is None or not archive.is_file():
+            delivered = sorted(f"/opt/ml/{path.relative_to(folder.root)}" for path in folder.data_dir.rglob("*")
+                               if path.is_file())
+            raise FrameworkError(f"FileNotFoundError: [Errno 2] No such file or directory: '{bundle}' "
+                                 f"(sagemaker_submit_directory; the input channels delivered {delivered})")
+        unpack_source_bundle(archive, folder.code_dir)
+        return
+    bucket, key = split_s3_uri(bundle)
     with tempfile.TemporaryDirectory() as scratch:
         archive = Path(scratch) / "sourcedir.tar.gz"
         s3.download_file(bucket, key, str(archive))

@@ -158,8 +158,9 @@ class PipelineConfig(BaseModel):
         description="the project KMS key encrypts buckets, ECR, the trigger's queue and logs, and job volumes and "
                     "output (off: AWS-managed encryption; the notification topic always uses the key)")
     enable_network_isolation: bool = Field(
-        description="job containers without network access (use `image_source=custom`: the DLC installs the "
-                    "training code's requirements at start)")
+        description="job containers without network access: the code arrives as the `code` input channel, which "
+                    "the execution role may list and read and nothing beside it (use `image_source=custom`: the "
+                    "DLC installs the training code's requirements at start)")
     enable_inter_container_encryption: bool = Field(description="encrypt traffic between training instances")
     notification_email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$",
                                            description="e-mail address subscribed to job notifications")

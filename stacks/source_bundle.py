@@ -59,7 +59,14 @@ class TrainingSourceBundle(Construct):
         self.asset = s3_assets.Asset(self, "SourceDirArchive", path=str(bundle))
         self.s3_uri: str = self.asset.s3_object_url
 
-    def grant_read(self, grantee: iam.IGrantable) -> None:
-        # This one object only: Asset.grant_read would open every asset in the CDK bootstrap bucket.
+    def grant_read(self, grantee: iam.IGrantable, *, as_channel: bool) -> None:
+        """Read this one object (Asset.grant_read would open every asset in the CDK bootstrap bucket); `as_channel`:
+        also list it, as SageMaker lists an S3Prefix channel's prefix (the `code` channel of isolated jobs)."""
+        key = self.asset.s3_object_key
         iam.Grant.add_to_principal(grantee=grantee, actions=["s3:GetObject"],
-                                   resource_arns=[self.asset.bucket.arn_for_objects(self.asset.s3_object_key)])
+                                   resource_arns=[self.asset.bucket.arn_for_objects(key)])
+        if as_channel:
+            # The prefix is the whole key: the listing can show this object and no other stack's asset.
+            iam.Grant.add_to_principal(grantee=grantee, actions=["s3:ListBucket"],
+                                       resource_arns=[self.asset.bucket.bucket_arn],
+                                       conditions={"StringEquals": {"s3:prefix": key}})

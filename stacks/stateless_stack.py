@@ -44,7 +44,7 @@ class StatelessStack(Stack):
         source_members = config.source_members()
         source_bundle = TrainingSourceBundle(self, "TrainingSourceBundle", members=source_members,
                                              build_dir=build_dir / "training-source")
-        source_bundle.grant_read(execution_role)
+        source_bundle.grant_read(execution_role, as_channel=config.enable_network_isolation)
         notifications = JobNotifications(self, "JobNotifications", project_prefix=config.project_prefix,
                                          key=stateful.key, notification_email=config.notification_email)
         image_uri = (dlc_image.uri if dlc_image is not None

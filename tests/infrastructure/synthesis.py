@@ -16,6 +16,17 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # A small training folder that is not the project's: its own script and package, its own requirements.
 FOREIGN_CODE = PROJECT_ROOT / "tests" / "fixtures" / "foreign_training_code"
 CDK_CONTEXT: dict[str, Any] = json.loads((PROJECT_ROOT / "cdk.json").read_text())["context"]
+# Plausible deployed values for the trigger's variables that are references in the template (resolved at deploy).
+STAND_INS = {
+    "DATA_BUCKET": "ranker-data-example", "ARTIFACTS_BUCKET": "ranker-artifacts-example",
+    "ROLE_ARN": "arn:aws:iam::123456789012:role/ranker-sagemaker-execution",
+    "SOURCE_BUNDLE_URI": "s3://ranker-artifacts-example/code/sourcedir.tar.gz",
+    "OUTPUT_S3_URI": "s3://ranker-artifacts-example/models/",
+    "CHECKPOINT_S3_URI": "s3://ranker-artifacts-example/checkpoints/",
+    "KMS_KEY_ARN": "arn:aws:kms:us-east-1:123456789012:key/0a1b2c3d-0a1b-0a1b-0a1b-0a1b2c3d4e5f",
+    "NOTIFICATION_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:ranker-training",
+    "TRAINING_IMAGE_URI": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.2.0-gpu-py310",
+}
 
 
 def config_for(env_name: str, **overrides: Any) -> PipelineConfig:

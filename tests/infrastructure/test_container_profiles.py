@@ -24,7 +24,14 @@ from stacks.lambda_bundle import stage_lambda_bundle
 from stacks.training_image import resolve_dlc_image
 from stacks.trigger_environment import trigger_environment, trigger_static_settings
 
-from .synthesis import PROJECT_ROOT, config_for, synthesize, synthesized_static_settings, trigger_function
+from .synthesis import (
+    PROJECT_ROOT,
+    STAND_INS,
+    config_for,
+    synthesize,
+    synthesized_static_settings,
+    trigger_function,
+)
 
 SDK_IMAGE_TABLE = Path(fw_utils.__file__).parent / "image_uri_config" / "pytorch.json"
 
@@ -130,25 +137,12 @@ def test_a_synthesized_pytorchddp_stack_starts_jobs_preflight_accepts(tmp_path: 
     app = synthesize(config_for("dev", distribution="pytorchddp"), tmp_path)
     variables = trigger_function(app.stateless)["Properties"]["Environment"]["Variables"]
     # (tokens resolve at deploy time: stand in plausible values for the references)
-    environment = {name: value if isinstance(value, str) else _stand_in(name) for name, value in variables.items()}
+    environment = {name: value if isinstance(value, str) else STAND_INS[name] for name, value in variables.items()}
     settings = _settings_for(environment, synthesized_static_settings(app), app.config.region, monkeypatch)
     # When the trigger checks its default job / Then it is accepted, on the SMDDP container and instance
     spec = _default_job(settings)
     assert preflight_errors(build_training_job_request(spec, settings), spec, settings) == []
     assert (settings.framework_version, settings.default_instance_type) == ("2.2.0", "ml.p4d.24xlarge")
-
-
-def _stand_in(name: str) -> str:
-    return {
-        "DATA_BUCKET": "ranker-data-example", "ARTIFACTS_BUCKET": "ranker-artifacts-example",
-        "ROLE_ARN": "arn:aws:iam::123456789012:role/ranker-sagemaker-execution",
-        "SOURCE_BUNDLE_URI": "s3://ranker-artifacts-example/code/sourcedir.tar.gz",
-        "OUTPUT_S3_URI": "s3://ranker-artifacts-example/models/",
-        "CHECKPOINT_S3_URI": "s3://ranker-artifacts-example/checkpoints/",
-        "KMS_KEY_ARN": "arn:aws:kms:us-east-1:123456789012:key/0a1b2c3d-0a1b-0a1b-0a1b-0a1b2c3d4e5f",
-        "NOTIFICATION_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:ranker-training",
-        "TRAINING_IMAGE_URI": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.2.0-gpu-py310",
-    }[name]
 
 
 def test_the_trigger_bundle_carries_the_profile_table(tmp_path: Path) -> None:

@@ -189,6 +189,44 @@ def test_a_channel_without_objects_fails_with_a_client_error(sagemaker, training
     assert "s3://local-mode-test-data/nothing/" in description["FailureReason"]
 
 
+# A CDK file asset's key: the bundle's hash and its last extension, as `cdk deploy` publishes sourcedir.tar.gz.
+ASSET_KEY = "3cf947b5f815f5fad58d4a786b91e938662d41031be8431a86650f225d1b6150.gz"
+
+
+def _isolated_request(training_request, s3, name: str, submit_directory: str) -> dict:
+    """A job whose code arrives as the `code` channel, from the bundle published under an asset-shaped key."""
+    bundle = s3.get_object(Bucket="local-mode-test-artifacts", Key="code/sourcedir.tar.gz")["Body"].read()
+    s3.put_object(Bucket="local-mode-test-artifacts", Key=ASSET_KEY, Body=bundle)
+    request = training_request(name, "write_model.py")
+    request["EnableNetworkIsolation"] = True
+    request["HyperParameters"]["sagemaker_submit_directory"] = json.dumps(submit_directory)
+    request["InputDataConfig"].append({"ChannelName": "code", "DataSource": {"S3DataSource": {
+        "S3DataType": "S3Prefix", "S3Uri": f"s3://local-mode-test-artifacts/{ASSET_KEY}",
+        "S3DataDistributionType": "FullyReplicated"}}})
+    return request
+
+
+def test_an_isolated_job_runs_the_code_channel_file_under_the_objects_own_name(sagemaker, s3, training_request,
+                                                                              wait_for_end):
+    # Given an isolated job whose submit directory is the code channel's object, by the name SageMaker gives it
+    sagemaker.create_training_job(**_isolated_request(training_request, s3, "api-isolated",
+                                                      f"/opt/ml/input/data/code/{ASSET_KEY}"))
+    # When it runs, Then the container unpacks the bundle from the channel and trains
+    assert wait_for_end("api-isolated")["TrainingJobStatus"] == "Completed"
+
+
+def test_an_isolated_job_pointing_at_a_file_the_channel_does_not_hold_fails_as_the_container_does(
+        sagemaker, s3, training_request, wait_for_end):
+    # Given the SDK's fixed path, which the channel of an asset-named object does not hold
+    sagemaker.create_training_job(**_isolated_request(training_request, s3, "api-isolated-missing",
+                                                      "/opt/ml/input/data/code/sourcedir.tar.gz"))
+    # When it runs, Then the job fails before training, naming the missing file
+    description = wait_for_end("api-isolated-missing")
+    assert description["TrainingJobStatus"] == "Failed"
+    assert description["FailureReason"].startswith("AlgorithmError: ")
+    assert "/opt/ml/input/data/code/sourcedir.tar.gz" in description["FailureReason"]
+
+
 def test_stop_sends_sigterm_and_ends_stopped(sagemaker, s3, training_request, wait_for_end):
     # Given a job that trains until it is told to stop
     sagemaker.create_training_job(**training_request("api-stop", "sleep_until_stopped.py"))

@@ -18,10 +18,10 @@ CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
 # Where the training scripts write TensorBoard logs inside SageMaker (SM_OUTPUT_DIR/tensorboard) and SageMaker's
 # default LocalPath for TensorBoardOutputConfig.
 TENSORBOARD_LOCAL_PATH = "/opt/ml/output/tensorboard"
-# What the SDK sends as sagemaker_submit_directory when network isolation keeps the container off S3: the code
-# arrives as the "code" input channel instead.
-ISOLATED_SUBMIT_DIRECTORY = "/opt/ml/input/data/code/sourcedir.tar.gz"
+# With network isolation the container cannot reach S3: the code arrives as the "code" input channel, as the SDK
+# sends it, and sagemaker_submit_directory names the file inside that channel.
 CODE_CHANNEL = "code"
+CODE_CHANNEL_DIR = f"/opt/ml/input/data/{CODE_CHANNEL}"
 
 
 def json_encode_hyperparameters(hyperparameters: Mapping[str, Any]) -> dict[str, str]:
@@ -42,10 +42,18 @@ def distribution_hyperparameters(distribution: str, instance_type: str) -> dict[
     return {}
 
 
+def isolated_submit_directory(source_bundle_uri: str) -> str:
+    """Where the code channel puts the bundle: SageMaker downloads each object of an S3Prefix channel under its key
+    below the prefix, so a prefix that is the whole key arrives under the key's last segment. The SDK uploads
+    `.../source/sourcedir.tar.gz` and sends `/opt/ml/input/data/code/sourcedir.tar.gz`; a CDK asset's key is
+    `<asset hash>.gz`, and the toolkit unpacks any gzipped tar, whatever its name."""
+    return f"{CODE_CHANNEL_DIR}/{source_bundle_uri.rsplit('/', 1)[-1]}"
+
+
 def _hyperparameters(spec: TrainingJobSpec, settings: Settings) -> dict[str, str]:
     script_mode = {
-        "sagemaker_submit_directory": (ISOLATED_SUBMIT_DIRECTORY if settings.enable_network_isolation
-                                       else settings.source_bundle_uri),
+        "sagemaker_submit_directory": (isolated_submit_directory(settings.source_bundle_uri)
+                                       if settings.enable_network_isolation else settings.source_bundle_uri),
         "sagemaker_program": spec.entry_point,
         "sagemaker_container_log_level": int(settings.container_log_level),
         "sagemaker_job_name": spec.job_name,
