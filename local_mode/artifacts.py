@@ -15,7 +15,8 @@ def tar_folder_contents(folder: Path, archive: Path) -> Path:
     return archive
 
 
-def unpack_source_bundle(archive: Path, destination: Path) -> None:
-    """Extract a sourcedir.tar.gz into the code folder (the `data` filter refuses paths that escape it)."""
+def unpack_archive(archive: Path, destination: Path) -> None:
+    """Extract a sourcedir.tar.gz or model.tar.gz into `destination` (the `data` filter refuses paths that escape
+    it)."""
     with tarfile.open(archive) as tar:
         tar.extractall(destination, filter="data")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from local_mode.artifacts import tar_folder_contents, unpack_source_bundle
+from local_mode.artifacts import tar_folder_contents, unpack_archive
 from local_mode.checkpoint_sync import CheckpointSync
 from local_mode.container_environment import (
     decode_hyperparameters,
@@ -192,13 +192,13 @@ def _stage_code(s3: Any, framework: dict[str, Any], folder: HostFolder) -> None:
                                if path.is_file())
             raise FrameworkError(f"FileNotFoundError: [Errno 2] No such file or directory: '{bundle}' "
                                  f"(sagemaker_submit_directory; the input channels delivered {delivered})")
-        unpack_source_bundle(archive, folder.code_dir)
+        unpack_archive(archive, folder.code_dir)
         return
     bucket, key = split_s3_uri(bundle)
     with tempfile.TemporaryDirectory() as scratch:
         archive = Path(scratch) / "sourcedir.tar.gz"
         s3.download_file(bucket, key, str(archive))
-        unpack_source_bundle(archive, folder.code_dir)
+        unpack_archive(archive, folder.code_dir)
 
 
 def _install_requirements(python: str, code_dirs: dict[str, Path], on_line: LogSink) -> str | None:

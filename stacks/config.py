@@ -161,7 +161,10 @@ class PipelineConfig(BaseModel):
         description="job containers without network access: the code arrives as the `code` input channel, which "
                     "the execution role may list and read and nothing beside it (use `image_source=custom`: the "
                     "DLC installs the training code's requirements at start)")
-    enable_inter_container_encryption: bool = Field(description="encrypt traffic between training instances")
+    enable_inter_container_encryption: bool = Field(
+        description="encrypt traffic between training instances; with `subnet_ids`, the `security_group_ids` must "
+                    "allow UDP port 500 and IP protocol 50 (ESP), inbound and outbound, from the group itself "
+                    "(docs/security.md), which the pipeline cannot see or check")
     notification_email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$",
                                            description="e-mail address subscribed to job notifications")
     retrain_schedule: str | None = Field(default=None, pattern=r"^(rate|cron)\(.+\)$",
@@ -194,6 +197,10 @@ class PipelineConfig(BaseModel):
     noncurrent_version_expiration_days: int = Field(ge=1, le=3650,
                                                     description="days old object versions are kept in the buckets")
     ecr_images_to_keep: int = Field(ge=1, le=1000, description="newest images kept in the ECR repository")
+    inference_instance_type: str = Field(
+        pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
+        description="instance type a registered model package is made for: its CPU or GPU PyTorch inference image "
+                    "and its supported real-time and batch transform instance type (docs/model-registry.md)")
 
     @model_validator(mode="before")
     @classmethod

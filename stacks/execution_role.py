@@ -13,10 +13,13 @@ from stacks.buckets import CHECKPOINT_PREFIX, MODEL_PREFIX
 from stacks.compliance import acknowledge_wildcards
 from stacks.training_image import DlcImage
 
-_VPC_DESCRIBE_ACTIONS = ["ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs", "ec2:DescribeDhcpOptions",
-                         "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups"]
-_ENI_ACTIONS = ["ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
-                "ec2:DeleteNetworkInterfacePermission"]
+# SageMaker's documented VPC permissions for the execution role ("CreateTrainingJob API: Execution Role
+# Permissions"). EC2 authorizes the Describe calls and DeleteNetworkInterfacePermission (whose request names only the
+# permission's ID) on no resource type, so those take "*"; the others are authorized on the network interface and
+# the subnet and security groups it is created in (the EC2 Service Authorization Reference).
+_UNSCOPED_VPC_ACTIONS = ["ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs", "ec2:DescribeDhcpOptions",
+                         "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DeleteNetworkInterfacePermission"]
+_ENI_ACTIONS = ["ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface"]
 
 
 class SageMakerExecutionRole(Construct):
@@ -83,8 +86,8 @@ class SageMakerExecutionRole(Construct):
                    "the configuration names (read-only); the s3 and kms action "
                    "wildcards are CDK's read/write grant sets on those objects and the project key; log streams "
                    "are one per job under /aws/sagemaker/TrainingJobs; '*' is only for ecr:GetAuthorizationToken, "
-                   "cloudwatch:PutMetricData (limited to SageMaker namespaces) and EC2 Describe calls, which "
-                   "AWS does not scope to resources.",
+                   "cloudwatch:PutMetricData (limited to SageMaker namespaces), EC2 Describe calls and "
+                   "ec2:DeleteNetworkInterfacePermission, which AWS does not scope to resources.",
             actions=["s3:GetObject*", "s3:GetBucket*", "s3:List*", "s3:DeleteObject*", "s3:Abort*",
                      *(["kms:GenerateDataKey*", "kms:ReEncrypt*"] if key is not None else [])],
             resources=[data_objects, *extra_objects, *artifact_objects, f"{training_logs}:log-stream:*", "*",
@@ -96,9 +99,9 @@ class SageMakerExecutionRole(Construct):
         stack = Stack.of(self)
         ec2_arn = f"arn:{stack.partition}:ec2:{stack.region}:{stack.account}"
         self.role.add_to_policy(iam.PolicyStatement(
-            sid="DescribeVpc",
-            actions=_VPC_DESCRIBE_ACTIONS,
-            resources=["*"],  # EC2 Describe* calls have no resource-level permissions
+            sid="DescribeVpcAndReleaseInterfaces",
+            actions=_UNSCOPED_VPC_ACTIONS,
+            resources=["*"],  # no resource-level permissions for these (above)
         ))
         self.role.add_to_policy(iam.PolicyStatement(
             sid="ManageTrainingNetworkInterfaces",

@@ -15,6 +15,7 @@ from constructs import Construct
 from stacks.buckets import MODEL_PREFIX
 from stacks.compliance import acknowledge_wildcards, skip_checkov
 from stacks.config import RegistrationThreshold
+from stacks.inference_image import InferenceImage
 from stacks.notifications import training_job_state_pattern
 from stacks.project_function import add_project_function
 
@@ -25,13 +26,17 @@ QUALITY_REPORT_OBJECTS = f"{MODEL_PREFIX}*/output/model_quality.json"
 
 
 def registrar_environment(*, project_prefix: str, quality_metrics: tuple[str, ...],
-                          threshold: RegistrationThreshold | None, notification_topic_arn: str) -> dict[str, str]:
+                          threshold: RegistrationThreshold | None, inference_image: InferenceImage,
+                          inference_instance_type: str, notification_topic_arn: str) -> dict[str, str]:
     """Every variable lambda/registrar reads (model_registration/settings.py), and nothing else."""
     return {
         "PROJECT_PREFIX": project_prefix,
         "MODEL_QUALITY_METRICS": ",".join(quality_metrics),
         "THRESHOLD_METRIC": threshold.metric if threshold else "",
         "THRESHOLD_MINIMUM": repr(threshold.minimum) if threshold else "",
+        "INFERENCE_IMAGE_URI": inference_image.uri,
+        "INFERENCE_FRAMEWORK_VERSION": inference_image.framework_version,
+        "INFERENCE_INSTANCE_TYPE": inference_instance_type,
         "NOTIFICATION_TOPIC_ARN": notification_topic_arn,
         "POWERTOOLS_SERVICE_NAME": POWERTOOLS_SERVICE_NAME,
         "POWERTOOLS_METRICS_NAMESPACE": project_prefix,
@@ -43,7 +48,9 @@ class ModelRegistration(Construct):
     """A rule on the project's `Completed` job state changes invoking the registrar, its role, logs and queue."""
 
     def __init__(self, scope: Construct, construct_id: str, *, asset_dir: Path, project_prefix: str,
-                 quality_metrics: tuple[str, ...], threshold: RegistrationThreshold | None, artifacts_bucket: s3.IBucket, topic: sns.ITopic,
+                 quality_metrics: tuple[str, ...], threshold: RegistrationThreshold | None,
+                 inference_image: InferenceImage, inference_instance_type: str, artifacts_bucket: s3.IBucket,
+                 topic: sns.ITopic,
                  key: kms.IKey | None, environment_key: kms.IKey, log_retention_days: int,
                  removal_policy: RemovalPolicy) -> None:
         super().__init__(scope, construct_id)
@@ -52,6 +59,7 @@ class ModelRegistration(Construct):
             description="Registers a completed training job's model in the SageMaker Model Registry",
             asset_dir=asset_dir, environment=registrar_environment(
                 project_prefix=project_prefix, quality_metrics=quality_metrics, threshold=threshold,
+                inference_image=inference_image, inference_instance_type=inference_instance_type,
                 notification_topic_arn=topic.topic_arn),
             environment_key=environment_key, key=key, timeout_seconds=60, reserved_concurrency=None,
             retry_attempts=2, max_event_age_seconds=6 * 3600, log_retention_days=log_retention_days,

@@ -9,6 +9,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from stacks.compliance import skip_checkov_on_cdk_provided_functions
 from stacks.config import PipelineConfig
+from stacks.inference_image import resolve_inference_image
 from stacks.stateful_stack import StatefulStack
 from stacks.stateless_stack import StatelessStack
 from stacks.training_image import resolve_dlc_image
@@ -30,6 +31,7 @@ def build_app(app: App, config: PipelineConfig, *, build_dir: Path) -> tuple[Sta
                              description=f"{config.project_prefix} training pipeline: key, buckets, image repository")
     stateless = StatelessStack(app, stateless_name, config=config, export_prefix=export_prefix, env=environment,
                                dlc_image=resolve_dlc_image(config) if config.image_source == "dlc" else None,
+                               inference_image=resolve_inference_image(config),
                                build_dir=build_dir,
                                description=f"{config.project_prefix} training pipeline: trigger, roles, notifications")
     stateless.add_stack_dependency(stateful)

@@ -13,6 +13,7 @@ from constructs import Construct
 from stacks.alarms import PipelineAlarms
 from stacks.config import PipelineConfig
 from stacks.execution_role import SageMakerExecutionRole
+from stacks.inference_image import InferenceImage
 from stacks.lambda_bundle import stage_lambda_bundle
 from stacks.model_registration import ModelRegistration
 from stacks.notifications import JobNotifications
@@ -25,12 +26,11 @@ from stacks.training_trigger import TrainingTrigger
 from stacks.trigger_environment import STATIC_SETTINGS_FILE, trigger_environment, trigger_static_settings
 
 
-
 class StatelessStack(Stack):
     """The training pipeline's moving parts, wired to the stateful stack's resources."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: PipelineConfig, export_prefix: str,
-                 dlc_image: DlcImage | None, build_dir: Path, **kwargs: Any) -> None:
+                 dlc_image: DlcImage | None, inference_image: InferenceImage, build_dir: Path, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
         stateful = import_shared_resources(self, export_prefix=export_prefix, data_encrypted_with_key=config.enable_kms)
         data_key = stateful.key if config.enable_kms else None
@@ -74,7 +74,8 @@ class StatelessStack(Stack):
             self, "ModelRegistration",
             asset_dir=stage_lambda_bundle(PROJECT_ROOT / "lambda" / "registrar", build_dir / "lambda-registrar"),
             project_prefix=config.project_prefix, quality_metrics=config.model_quality_metrics,
-            threshold=config.registration_threshold,
+            threshold=config.registration_threshold, inference_image=inference_image,
+            inference_instance_type=config.inference_instance_type,
             artifacts_bucket=stateful.artifacts_bucket, topic=notifications.topic, key=data_key,
             environment_key=stateful.key, log_retention_days=config.log_retention_days,
             removal_policy=removal_policy_of(config),

@@ -19,6 +19,7 @@ from stacks.encryption import ProjectKey
 from stacks.execution_role import SageMakerExecutionRole
 from stacks.config import RegistrationThreshold
 from stacks.image_repository import TrainingImageRepository
+from stacks.inference_image import InferenceImage
 from stacks.model_registration import ModelRegistration
 from stacks.notifications import JobNotifications
 from stacks.training_image import DlcImage
@@ -149,6 +150,14 @@ def test_execution_role_gets_eni_actions_only_with_a_vpc() -> None:
                 for action in statement["Action"] if str(action).startswith("ec2:")]
     assert without_vpc == []
     assert "ec2:CreateNetworkInterface" in with_vpc
+    # SageMaker's documented VPC actions, each on the resources EC2 can authorize it on
+    statements = _policy_statements(_execution_role(("subnet-0123456789abcdef0",), ("sg-0123456789abcdef0",)))
+    unscoped = {action for statement in statements if statement["Resource"] == "*"
+                for action in statement["Action"] if action.startswith("ec2:")}
+    assert unscoped == {"ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs", "ec2:DescribeDhcpOptions",
+                        "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DeleteNetworkInterfacePermission"}
+    assert set(with_vpc) - unscoped == {"ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission",
+                                        "ec2:DeleteNetworkInterface"}
 
 
 def _trigger(tmp_path: Path, *, retrain_schedule: str | None, reserved_concurrency: int | None = 3) -> Template:
@@ -239,6 +248,10 @@ def _registration(tmp_path: Path, threshold: RegistrationThreshold | None = None
     key = kms.Key(stack, "Key")
     ModelRegistration(stack, "Registration", asset_dir=asset_dir, project_prefix="ranker",
                       quality_metrics=("val_ndcg@10", "test_ndcg@10"), threshold=threshold,
+                      inference_image=InferenceImage(
+                          uri="763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:2.6.0-cpu-py312",
+                          framework_version="2.6.0"),
+                      inference_instance_type="ml.m5.large",
                       artifacts_bucket=s3.Bucket(stack, "Artifacts", encryption_key=key),
                       topic=sns.Topic(stack, "Topic"), key=key, environment_key=kms.Key(stack, "EnvKey"),
                       log_retention_days=14, removal_policy=RemovalPolicy.DESTROY)

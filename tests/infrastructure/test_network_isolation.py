@@ -22,6 +22,7 @@ from training_trigger.request import build_training_job_request
 from training_trigger.settings import Settings, settings_from
 
 from local_mode.s3_transfer import download_prefix, split_s3_uri
+from stacks.inference_image import resolve_inference_image
 from stacks.stateless_stack import StatelessStack
 from stacks.training_image import resolve_dlc_image
 from stacks.trigger_environment import STATIC_SETTINGS_FILE
@@ -38,7 +39,8 @@ def isolated_pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
     config = config_for("dev", enable_network_isolation=True)
     build_dir = tmp_path_factory.mktemp("isolated")
     stack = StatelessStack(App(context=feature_flags()), "ranker-dev-pipeline", config=config,
-                           export_prefix="ranker-dev", dlc_image=resolve_dlc_image(config), build_dir=build_dir,
+                           export_prefix="ranker-dev", dlc_image=resolve_dlc_image(config),
+                           inference_image=resolve_inference_image(config), build_dir=build_dir,
                            env=Environment(region=config.region))
     static = json.loads((build_dir / "lambda-trigger" / STATIC_SETTINGS_FILE).read_text())
     return {"config": config, "template": Template.from_stack(stack).to_json(), "static": static,

@@ -18,6 +18,8 @@ UNSCOPABLE_ACTIONS = {
     "ec2:DescribeNetworkInterfaces": "EC2 Describe* calls have no resource-level permissions (VPC jobs only)",
     "ec2:DescribeVpcs": "as above", "ec2:DescribeDhcpOptions": "as above", "ec2:DescribeSubnets": "as above",
     "ec2:DescribeSecurityGroups": "as above",
+    "ec2:DeleteNetworkInterfacePermission": "its request names only the permission's ID; EC2 authorizes it on no "
+                                            "resource type (VPC jobs only)",
 }
 
 

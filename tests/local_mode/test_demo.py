@@ -22,10 +22,12 @@ from local_mode.cli import main, render_summary
 from local_mode.demo import DATASET_NAME, DemoOptions, DemoResult, demo_manifest, run_demo_job
 from local_mode.job_state_events import training_job_state_change_event
 from local_mode.local_clients import local_client
+from local_mode.model_endpoint import EndpointError, LocalModelEndpoint
 from local_mode.pipeline import LocalPipeline
 from local_mode.s3_transfer import list_keys, split_s3_uri
 from local_mode.trigger_invocation import invoke_trigger
 from stacks.config import RegistrationThreshold
+from stacks.inference_image import InferenceImage
 from stacks.model_registration import registrar_environment
 
 pytestmark = pytest.mark.slow
@@ -179,11 +181,13 @@ def test_a_completed_job_leaves_a_registered_package_whose_metrics_match_metrics
     assert completed_job.model_package_arn, completed_job.not_registered_reason
     # When its model package is read back from the registry
     package = demo_pipeline.sagemaker.describe_model_package(ModelPackageName=completed_job.model_package_arn)
-    # Then it is a version of the dataset's group, pending approval, with the job's image and artifact
+    # Then it is a version of the dataset's group, pending approval, with the stack's inference image and the
+    # job's artifact
     assert package["ModelPackageGroupName"] == f"{demo_pipeline.static_settings['job_name_prefix']}-{DATASET_NAME}"
     assert package["ModelApprovalStatus"] == "PendingManualApproval"
     container, = package["InferenceSpecification"]["Containers"]
-    assert container["Image"] == demo_pipeline.environment["TRAINING_IMAGE_URI"]
+    assert container["Image"] == demo_pipeline.registrar.environment["INFERENCE_IMAGE_URI"]
+    assert container["Image"] != demo_pipeline.environment["TRAINING_IMAGE_URI"]
     assert container["ModelDataUrl"] == completed_job.model_artifact
     # And its model quality metrics are the ones the artifact's metrics.json holds (logs carry 6 significant digits)
     bucket, key = split_s3_uri(package["ModelMetrics"]["ModelQuality"]["Statistics"]["S3Uri"])
@@ -196,6 +200,38 @@ def test_a_completed_job_leaves_a_registered_package_whose_metrics_match_metrics
     assert registered == {name: pytest.approx(value, rel=1e-5) for name, value in written.items()}
 
 
+def test_the_registered_package_deploys_and_answers_with_the_models_scores(completed_job, demo_pipeline, tmp_path):
+    # Given the completed job's registered package, read back from the registry
+    package = demo_pipeline.sagemaker.describe_model_package(ModelPackageName=completed_job.model_package_arn)
+    held_out = generate(4, seed=321)
+    rows = held_out.features.astype(np.float32)
+    # When it is deployed as an endpoint deploys it (model unpacked from ModelDataUrl, the package's environment,
+    # the PyTorch inference toolkit's handler service in TorchServe's worker) and asked to score documents
+    with LocalModelEndpoint(package, s3=demo_pipeline.s3, work_dir=tmp_path) as endpoint:
+        answer = endpoint.invoke(json.dumps({"instances": rows.tolist()}).encode(), "application/json",
+                                 "application/json")
+        refused = endpoint.invoke(b"not json", "application/json", "application/json")
+        again = endpoint.invoke(json.dumps({"instances": rows[:2].tolist()}).encode(), "application/json")
+    # Then it answers with one score per document, the trained model's scores
+    assert (answer.status, answer.content_type) == (200, "application/json"), answer.body[-2000:]
+    scores = json.loads(answer.body)["scores"]
+    with torch.no_grad():
+        expected = load_scorer(completed_job.model_dir)(torch.from_numpy(rows)).reshape(-1).numpy()
+    assert scores == pytest.approx(expected.tolist(), abs=1e-5)
+    # And a bad request is answered as the toolkit answers it, without taking the model server down
+    assert refused.status >= 400, refused
+    assert again.status == 200 and json.loads(again.body)["scores"] == pytest.approx(scores[:2], abs=1e-6)
+
+
+def test_a_package_naming_a_training_image_cannot_be_deployed(completed_job, demo_pipeline, tmp_path):
+    package = demo_pipeline.sagemaker.describe_model_package(ModelPackageName=completed_job.model_package_arn)
+    container = {**package["InferenceSpecification"]["Containers"][0],
+                 "Image": demo_pipeline.environment["TRAINING_IMAGE_URI"]}
+    with pytest.raises(EndpointError, match="no AWS PyTorch inference image"):
+        LocalModelEndpoint({"InferenceSpecification": {"Containers": [container]}}, s3=demo_pipeline.s3,
+                           work_dir=tmp_path)
+
+
 def test_a_model_below_the_threshold_is_not_registered_and_the_notification_says_why(completed_job, demo_pipeline):
     # Given a threshold just above the completed job's validation NDCG@10, as registration_threshold sets it
     written = json.loads((completed_job.model_dir / "metrics.json").read_text())
@@ -203,7 +239,10 @@ def test_a_model_below_the_threshold_is_not_registered_and_the_notification_says
     deployed = demo_pipeline.registrar.environment
     environment = {**deployed, **registrar_environment(
         project_prefix=deployed["PROJECT_PREFIX"], quality_metrics=tuple(deployed["MODEL_QUALITY_METRICS"].split(",")),
-        threshold=threshold, notification_topic_arn=deployed["NOTIFICATION_TOPIC_ARN"])}
+        threshold=threshold, inference_image=InferenceImage(uri=deployed["INFERENCE_IMAGE_URI"],
+                                                            framework_version=deployed["INFERENCE_FRAMEWORK_VERSION"]),
+        inference_instance_type=deployed["INFERENCE_INSTANCE_TYPE"],
+        notification_topic_arn=deployed["NOTIFICATION_TOPIC_ARN"])}
     # And a queue subscribed to the notification topic, as an e-mail address would be
     sqs = local_client("sqs", demo_pipeline.moto_url)
     queue_url = sqs.create_queue(QueueName="registrar-notifications")["QueueUrl"]

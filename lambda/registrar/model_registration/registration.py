@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from model_registration.settings import Settings, Threshold
+from model_registration.settings import Serving, Settings, Threshold
 
 # The trigger's provenance tag keys (training_trigger.overrides.TRIGGER_TAG_KEYS; a unit test holds them equal).
 DATASET_TAG, DATASET_VERSION_TAG = "dataset", "dataset-version"
@@ -25,6 +25,11 @@ QUALITY_REPORT_NAME = "model_quality.json"
 QUALITY_REPORT_KEY = "ranking_metrics"
 GROUP_NAME_LENGTH = 63
 CLIENT_TOKEN_LENGTH = 32  # CreateModelPackage allows 36
+# What the SDK's PyTorchModel sends for a model whose code is inside the artifact: the inference toolkit imports
+# SAGEMAKER_PROGRAM from model.tar.gz's code/ (every job writes code/inference.py there), which SageMaker unpacks
+# into /opt/ml/model.
+SERVING_ENVIRONMENT = {"SAGEMAKER_PROGRAM": "inference.py", "SAGEMAKER_SUBMIT_DIRECTORY": "/opt/ml/model/code",
+                       "SAGEMAKER_CONTAINER_LOG_LEVEL": "20"}
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,7 @@ def plan_registration(description: Mapping[str, Any], tags: Mapping[str, str],
         quality_report_uri=report_uri,
         quality_report=quality_report(metrics),
         package_request=model_package_request(description, group_name=group_name, report_uri=report_uri,
-                                              dataset=dataset, version=version),
+                                              dataset=dataset, version=version, serving=settings.serving),
     )
 
 
@@ -108,8 +113,24 @@ def quality_report(metrics: Mapping[str, float]) -> dict[str, Any]:
     return {QUALITY_REPORT_KEY: {name: {"value": value} for name, value in metrics.items()}}
 
 
+def inference_specification(model_data_url: str, serving: Serving) -> dict[str, Any]:
+    """The package's container: the PyTorch inference image (the training image has no model server) running the
+    artifact's own handler, as the SDK's `PyTorchModel(...).register(...)` describes it."""
+    return {
+        "Containers": [{
+            "Image": serving.image_uri,
+            "Environment": {**SERVING_ENVIRONMENT, "SAGEMAKER_REGION": serving.region},
+            "ModelDataUrl": model_data_url,
+            "Framework": "PYTORCH",
+            "FrameworkVersion": serving.framework_version,
+        }],
+        "SupportedRealtimeInferenceInstanceTypes": [serving.instance_type],
+        "SupportedTransformInstanceTypes": [serving.instance_type],
+    }
+
+
 def model_package_request(description: Mapping[str, Any], *, group_name: str, report_uri: str, dataset: str,
-                          version: str) -> dict[str, Any]:
+                          version: str, serving: Serving) -> dict[str, Any]:
     """The keyword arguments of `sagemaker.create_model_package(**request)`: a version of `group_name`."""
     job_name, job_arn = description["TrainingJobName"], description["TrainingJobArn"]
     provenance = {"training-job": job_name, DATASET_TAG: dataset}
@@ -118,10 +139,8 @@ def model_package_request(description: Mapping[str, Any], *, group_name: str, re
     return {
         "ModelPackageGroupName": group_name,
         "ModelPackageDescription": f"Trained by {job_name} on {dataset} {version}".strip()[:1024],
-        "InferenceSpecification": {"Containers": [{
-            "Image": description["AlgorithmSpecification"]["TrainingImage"],
-            "ModelDataUrl": description["ModelArtifacts"]["S3ModelArtifacts"],
-        }]},
+        "InferenceSpecification": inference_specification(description["ModelArtifacts"]["S3ModelArtifacts"],
+                                                          serving),
         "ModelMetrics": {"ModelQuality": {"Statistics": {"ContentType": "application/json", "S3Uri": report_uri}}},
         "MetadataProperties": {"GeneratedBy": job_arn},
         "CustomerMetadataProperties": provenance,

@@ -24,10 +24,21 @@ class Threshold:
 
 
 @dataclass(frozen=True)
+class Serving:
+    """Where a registered model runs: the PyTorch inference image the stack resolved at synthesis."""
+
+    image_uri: str
+    framework_version: str
+    instance_type: str  # the CPU or GPU type the image is for
+    region: str  # the function's own region, which the container's SDK clients use
+
+
+@dataclass(frozen=True)
 class Settings:
     project_prefix: str  # training jobs `<prefix>-*` are the project's; package groups are `<prefix>-<dataset>`
     quality_metrics: tuple[str, ...]  # the final metrics that describe the model (not epoch, step, throughput)
     threshold: Threshold | None
+    serving: Serving
     notification_topic_arn: str
 
 
@@ -61,8 +72,12 @@ def settings_from_environ(environ: Mapping[str, str]) -> Settings:
             errors.append(f"THRESHOLD_METRIC={threshold_metric!r} is not one of MODEL_QUALITY_METRICS "
                           f"{list(quality_metrics)}: name one of them")
         threshold = Threshold(threshold_metric, minimum)
+    serving = Serving(image_uri=required("INFERENCE_IMAGE_URI"),
+                      framework_version=required("INFERENCE_FRAMEWORK_VERSION"),
+                      instance_type=required("INFERENCE_INSTANCE_TYPE"), region=required("AWS_REGION"))
     settings = Settings(project_prefix=required("PROJECT_PREFIX"), quality_metrics=quality_metrics,
-                        threshold=threshold, notification_topic_arn=required("NOTIFICATION_TOPIC_ARN"))
+                        threshold=threshold, serving=serving,
+                        notification_topic_arn=required("NOTIFICATION_TOPIC_ARN"))
     if errors:
         raise SettingsError(errors)
     return settings

@@ -12,7 +12,7 @@ from model_registration.registration import Refusal, Registration, model_package
 from model_registration.settings import settings_from_environ
 from training_trigger.overrides import TRIGGER_TAG_KEYS
 
-from registrar.samples import load, stack_environ
+from registrar.samples import INFERENCE_IMAGE_URI, load, stack_environ
 
 GROUP_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")  # CreateModelPackageGroup's rule
 SAGEMAKER = botocore.session.get_session().get_service_model("sagemaker")
@@ -31,15 +31,15 @@ def test_a_completed_dataset_job_becomes_a_pending_version_of_its_dataset_group(
     # Given a completed job the trigger started from dataset "web search", version 2026-11-01
     # When its registration is planned
     plan = _plan()
-    # Then it goes into the dataset's group, pending approval, with the job's image and artifact
+    # Then it goes into the dataset's group, pending approval, with the stack's inference image and the job's artifact
     assert isinstance(plan, Registration)
     request = plan.package_request
     assert plan.group_name == request["ModelPackageGroupName"] == "ranker-web-search"
     assert request["ModelApprovalStatus"] == "PendingManualApproval"
     container, = request["InferenceSpecification"]["Containers"]
-    assert container == {
-        "Image": "763104351884.dkr.ecr.eu-west-1.amazonaws.com/pytorch-training:2.8.0-gpu-py312",
-        "ModelDataUrl": "s3://ranker-artifacts/models/ranker-web-search-2026-11-01-2fc0bef5c3/output/model.tar.gz"}
+    assert container["Image"] == INFERENCE_IMAGE_URI
+    assert container["ModelDataUrl"] == (
+        "s3://ranker-artifacts/models/ranker-web-search-2026-11-01-2fc0bef5c3/output/model.tar.gz")
     assert request["CustomerMetadataProperties"] == {"training-job": "ranker-web-search-2026-11-01-2fc0bef5c3",
                                                      "dataset": "web search", "dataset-version": "2026-11-01"}
     assert request["MetadataProperties"]["GeneratedBy"].endswith(":training-job/ranker-web-search-2026-11-01-2fc0bef5c3")
