@@ -24,6 +24,8 @@ def test_no_threshold_variables_mean_no_threshold():
     ({"THRESHOLD_METRIC": "val_ndcg@10", "THRESHOLD_MINIMUM": "high"}, "THRESHOLD_MINIMUM='high' is not a finite"),
     ({"THRESHOLD_METRIC": "epoch", "THRESHOLD_MINIMUM": "3"}, "THRESHOLD_METRIC='epoch' is not one of"),
     ({"PROJECT_PREFIX": ""}, "PROJECT_PREFIX is missing"),
+    ({"INFERENCE_IMAGE_URI": ""}, "INFERENCE_IMAGE_URI is missing"),
+    ({"INFERENCE_INSTANCE_TYPE": ""}, "INFERENCE_INSTANCE_TYPE is missing"),
 ])
 def test_bad_values_are_refused_with_the_variable_and_the_fix(environ, message):
     with pytest.raises(SettingsError) as raised:
