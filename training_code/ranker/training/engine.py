@@ -25,6 +25,7 @@ from ranker.gpu import fast_paths
 from ranker.gpu.captured_step import CapturedStep, use_capture_stream
 from ranker.gpu.fast_paths import TrainingPath
 from ranker.gpu.fused_data_parallel import FusedDataParallel
+from ranker.gpu.fused_embedding import FusedEmbedding, fusable
 from ranker.gpu.fused_linear import FusedLayers
 from ranker.gpu.sharded_optimizer import ShardedAdamW
 from ranker.model.encoding import PiecewiseLinearEncoding
@@ -55,11 +56,14 @@ def training_path(config: TrainConfig, device: torch.device, world_size: int) ->
 
 def wrap_for_training(model: nn.Module, device: torch.device, world_size: int, config: TrainConfig) -> nn.Module:
     """The model as every loop's step runs it (train_ddp.py, the Lightning module, the benchmark harness), on the
-    path ranker.gpu.fast_paths chose: FusedDataParallel around it, or run through `torch.compile` (`--compile true`) or
-    the fused bf16 layers, then wrapped in DDP across ranks. DDP writes gradients straight into its all-reduce
+    path ranker.gpu.fast_paths chose: its per-feature embeddings through the fused kernels, then FusedDataParallel
+    around it, or run through `torch.compile` (`--compile true`) or the fused bf16 layers, then wrapped in DDP across
+    ranks. DDP writes gradients straight into its all-reduce
     buckets and is told the graph is static (the MLP uses every parameter every step), so it overlaps communication
     with the backward pass."""
     path = training_path(config, device, world_size)
+    if path.fused_embedding and fusable(model):
+        model = FusedEmbedding(model, config.precision)
     if path.fused_data_parallel:
         return FusedDataParallel(model, shard_optimizer=path.sharded_update)
     if config.compile:
