@@ -29,7 +29,8 @@ from ranker.model.encoding import PiecewiseLinearEncoding
 
 BF16 = torch.bfloat16
 BLOCK_DOCUMENTS = 64
-"""Documents per program: each program holds every layer's activations of its tile in registers."""
+"""Documents per program: each program holds every layer's activations of its tile in registers (what other sizes
+give: docs/benchmarks.md, the per-feature embedding's cost)."""
 PROGRAMS_PER_MULTIPROCESSOR = 4
 """The backward pass's chunks of tiles: enough programs to fill the GPU, few enough that adding up each chunk's
 weight-gradient sums is a small pass."""
@@ -64,25 +65,26 @@ class FusedEmbedding(nn.Module):
 
 
 def fused_feature_embedding(features: torch.Tensor, encoding: PiecewiseLinearEncoding, embedding: FeatureEmbedding,
-                            precision: str = "bf16") -> torch.Tensor:
+                            precision: str = "bf16", block_documents: int = BLOCK_DOCUMENTS) -> torch.Tensor:
     """`embedding(encoding(features))` as `[..., num_features * width]` through the Triton kernels: bf16 with
-    autocast's arithmetic, or with `precision="fp32"` float32 exactly as the modules compute it."""
+    autocast's arithmetic, or with `precision="fp32"` float32 exactly as the modules compute it; `block_documents`
+    documents a program (a power of two, at least 16)."""
     if precision not in ("bf16", "fp32"):
         raise ValueError(f"precision: bad value {precision!r}: use bf16 or fp32")
     dense = [module for module in embedding.layers if isinstance(module, PerFeatureDense)]
     parameters = [tensor for layer in dense for tensor in (layer.weight, layer.bias)]
     with torch.autocast(features.device.type, enabled=False):  # the kernels choose their dtypes themselves
         return _FusedEmbedding.apply(features, encoding.lower_edges, encoding.inverse_widths, precision == "fp32",
-                                     *parameters)
+                                     block_documents, *parameters)
 
 
 class _FusedEmbedding(torch.autograd.Function):
     """Inputs: raw features `[..., F]`, the encoding's `[F, B]` edges and inverse widths, whether to compute in float32,
-    then each layer's weight `[F, inputs, W]` and bias `[F, W]`. Gradients flow to the weights and biases only: the encoding is fitted, not
+    the documents a program takes, then each layer's weight `[F, inputs, W]` and bias `[F, W]`. Gradients flow to the weights and biases only: the encoding is fitted, not
     trained, and the raw features are data."""
 
     @staticmethod
-    def forward(ctx, features: torch.Tensor, lower: torch.Tensor, inverse: torch.Tensor, fp32: bool,
+    def forward(ctx, features: torch.Tensor, lower: torch.Tensor, inverse: torch.Tensor, fp32: bool, block: int,
                 *parameters: torch.Tensor) -> torch.Tensor:
         leading, num_features = features.shape[:-1], features.shape[-1]
         bins, width, layers = lower.shape[1], parameters[0].shape[-1], len(parameters) // 2
@@ -94,9 +96,9 @@ class _FusedEmbedding(torch.autograd.Function):
         rest_weights, rest_biases = _stacked(parameters[2:], operands, features.device)
         out = torch.empty(documents, num_features * width, dtype=operands, device=features.device)
         shape = dict(N=documents, F=num_features, B=bins, W=width, BP=kernels.padded(bins), WP=kernels.padded(width),
-                     LAYERS=layers, BLOCK_N=BLOCK_DOCUMENTS, FP32=fp32)
+                     LAYERS=layers, BLOCK_N=block, FP32=fp32)
         if documents:
-            grid = (num_features, -(-documents // BLOCK_DOCUMENTS))
+            grid = (num_features, -(-documents // block))
             kernels.embedding_forward_kernel[grid](transposed, lower, inverse, first_weight, first_bias, rest_weights,
                                                    rest_biases, out, **shape)
         ctx.save_for_backward(transposed, lower, inverse, first_weight, first_bias, rest_weights, rest_biases)
@@ -107,9 +109,10 @@ class _FusedEmbedding(torch.autograd.Function):
     def backward(ctx, grad_output: torch.Tensor):
         transposed, lower, inverse, first_weight, first_bias, rest_weights, rest_biases = ctx.saved_tensors
         shape, kernels = ctx.shape, _kernels()
-        documents, num_features, bins, width, layers = (shape[key] for key in ("N", "F", "B", "W", "LAYERS"))
+        documents, num_features, bins, width, layers, block = (shape[key]
+                                                                for key in ("N", "F", "B", "W", "LAYERS", "BLOCK_N"))
         device = transposed.device
-        tiles = -(-documents // BLOCK_DOCUMENTS)
+        tiles = -(-documents // block)
         wanted_chunks = max(1, -(-PROGRAMS_PER_MULTIPROCESSOR * _multiprocessors(device) // num_features))
         tiles_per_chunk = max(1, -(-tiles // wanted_chunks))
         chunks = max(1, -(-tiles // tiles_per_chunk))
@@ -127,7 +130,7 @@ class _FusedEmbedding(torch.autograd.Function):
         grads = [grad_first.sum(0), grad_first_bias.sum(0)]
         for weight, bias in zip(grad_rest.sum(0).unbind(0), grad_rest_bias.sum(0).unbind(0)):
             grads += [weight, bias]
-        return None, None, None, None, *grads
+        return None, None, None, None, None, *grads
 
 
 def _stacked(parameters: tuple[torch.Tensor, ...], operands: torch.dtype,

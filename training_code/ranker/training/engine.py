@@ -62,14 +62,12 @@ def wrap_for_training(model: nn.Module, device: torch.device, world_size: int, c
     buckets and is told the graph is static (the MLP uses every parameter every step), so it overlaps communication
     with the backward pass."""
     path = training_path(config, device, world_size)
-    if path.fused_embedding and fusable(model):
-        model = FusedEmbedding(model, config.precision)
-    if path.fused_data_parallel:
-        return FusedDataParallel(model, shard_optimizer=path.sharded_update)
+    if path.fused_data_parallel:  # it runs the dense layers itself
+        return FusedDataParallel(with_fused_embedding(model, path, config), shard_optimizer=path.sharded_update)
     if config.compile:
         model = torch.compile(model)
-    elif path.fused_layers:
-        model = FusedLayers(model)
+    else:
+        model = with_fused_kernels(model, path, config)
     if world_size == 1:
         return model
     wrapped = DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None,
@@ -78,6 +76,18 @@ def wrap_for_training(model: nn.Module, device: torch.device, world_size: int, c
     if comm_hook is not None:
         wrapped.register_comm_hook(None, comm_hook)
     return wrapped
+
+
+def with_fused_embedding(model: nn.Module, path: TrainingPath, config: TrainConfig) -> nn.Module:
+    """`model` with its per-feature embeddings run by the fused kernels where `path` allows and it has them."""
+    return FusedEmbedding(model, config.precision) if path.fused_embedding and fusable(model) else model
+
+
+def with_fused_kernels(model: nn.Module, path: TrainingPath, config: TrainConfig) -> nn.Module:
+    """`model` run through the fused kernels `path` takes (the per-feature embedding's, the dense layers'), and no
+    data parallelism: what one process's step runs, and what DDP (the native loop's or Lightning's) wraps."""
+    model = with_fused_embedding(model, path, config)
+    return FusedLayers(model) if path.fused_layers else model
 
 
 def ddp_comm_hook(device: torch.device, allreduce_dtype: str) -> Callable | None:
