@@ -46,6 +46,7 @@ from torch.nn.parallel import DistributedDataParallel
 from benchmarks.gpu_scaling import SAFE_NCCL_ENV, machine_description
 from benchmarks.native_harness import NativeHarness
 from benchmarks.project_code import DOCS_PER_QUERY
+from benchmarks.models import PLAIN_MLP, benchmark_model, model_line
 from benchmarks.project_trainers import benchmark_session, join_process_group
 from benchmarks.report import BENCHMARKS_DOC, command_line, markdown_table, measured_at, provenance, write_section
 from benchmarks.timing import StepWindows, summarise
@@ -268,13 +269,13 @@ def ranks_agree(model: nn.Module) -> bool | None:
 
 def measure(variant: Variant, mode: str, width: int, args: argparse.Namespace, topology, device) -> dict:
     windows = StepWindows(args.warmup_steps, args.steps_per_window, args.windows, device)
-    session = benchmark_session(width, args.batch_size // DOCS_PER_QUERY, topology, device, BATCHES_OF_DATA,
-                                args.features)
+    session = benchmark_session(benchmark_model(PLAIN_MLP, width, args.features), args.batch_size // DOCS_PER_QUERY,
+                                topology, device, BATCHES_OF_DATA)
     started = time.perf_counter()
     harness = variant.build(session, windows.total_steps, mode)
     loss_sum = harness.run(windows.total_steps, on_step=windows.step_done)
     elapsed = time.perf_counter() - started
-    result = summarise(variant.name, width, args.features, args.batch_size, windows)
+    result = summarise(variant.name, PLAIN_MLP, width, args.features, args.batch_size, windows)
     optimizer = getattr(harness.optimizer, "zero", harness.optimizer)  # the ZeRO behind an UpdateInCommHook
     return {**dataclasses.asdict(result), "mode": mode, "setup_seconds": elapsed - sum(windows.window_seconds),
             "mean_loss": float(loss_sum) / windows.total_steps, "ranks_agree": ranks_agree(harness.model),
@@ -500,7 +501,8 @@ def render(args: argparse.Namespace, names: list[str], raw_dir: Path) -> None:
     print(table, decision_table, sep="\n\n")
     body = "\n".join([
         provenance(run["machine"], run["command"], run["measured"]),
-        f"- Model: 7 dense layers (RankingMLP), {args.features} input features, batch {args.batch_size} per GPU "
+        model_line([PLAIN_MLP]),
+        f"- Data: {args.features} input features, batch {args.batch_size} per GPU "
         f"({DOCS_PER_QUERY} documents a query), synthetic queries, listwise loss, AdamW with the run's warm-up and "
         f"cosine schedule, the same initial weights in every variant; median of {args.windows} windows of "
         f"{args.steps_per_window} steps after {args.warmup_steps} warm-up steps",

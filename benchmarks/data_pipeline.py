@@ -44,6 +44,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.models import PLAIN_MLP
 from benchmarks.project_code import TRAINING_CODE
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
 from sklearn.datasets import load_svmlight_file
@@ -258,8 +259,8 @@ def measure_fill(loader: StreamingBatches, batches: int, repeats: int, threads: 
 
 
 def recorded_gpu_rates(doc: Path) -> tuple[dict[int, float], str | None]:
-    """The native trainer's 1-GPU documents/s by model width, and the machine line, from the gpu-scaling section
-    of `doc`; empty when the section or its rows are absent."""
+    """The native trainer's 1-GPU documents/s training the plain MLP, by width, and the machine line, from the
+    gpu-scaling section of `doc`; empty when the section or its rows are absent."""
     text = doc.read_text() if doc.exists() else ""
     section = re.search(rf"<!-- {GPU_SECTION}:start -->(.*?)<!-- {GPU_SECTION}:end -->", text, re.DOTALL)
     if not section:
@@ -272,7 +273,8 @@ def recorded_gpu_rates(doc: Path) -> tuple[dict[int, float], str | None]:
     header, body = rows[0], rows[1:]
     column = {name: index for index, name in enumerate(header)}
     rates = {int(row[column["width"]]): float(row[column["samples/s"]].replace(",", ""))
-             for row in body if row[column["trainer"]] == GPU_TRAINER and row[column["layout"]] == "1 GPU"}
+             for row in body if row[column["trainer"]] == GPU_TRAINER and row[column["layout"]] == "1 GPU"
+             and row[column["model"]] == PLAIN_MLP}
     return rates, machine.group(1) if machine else None
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.models import PLAIN_MLP, benchmark_model, model_line
 from benchmarks.project_code import DOCS_PER_QUERY
 from benchmarks.project_trainers import benchmark_session
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
@@ -80,10 +81,11 @@ def measure(width: int, batch_queries: int, windows_args: tuple[int, int, int], 
             train_changes: dict, build: Callable[[Session], NativeHarness]) -> tuple[float, str]:
     """The variant's samples/s and the path it ran (ranker.gpu.fast_paths)."""
     windows = StepWindows(*windows_args, device)
-    session = benchmark_session(width, batch_queries, detect_topology(), device, batches_of_data=8, **train_changes)
+    session = benchmark_session(benchmark_model(PLAIN_MLP, width, 136), batch_queries, detect_topology(), device,
+                                batches_of_data=8, **train_changes)
     harness = build(session)
     harness.run(windows.total_steps, on_step=windows.step_done)
-    return (summarise("native", width, 136, batch_queries * DOCS_PER_QUERY, windows).samples_per_second,
+    return (summarise("native", PLAIN_MLP, width, 136, batch_queries * DOCS_PER_QUERY, windows).samples_per_second,
             harness.path.taken())
 
 
@@ -116,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
                             "path taken"], rows)
     print(table)
     machine = torch.cuda.get_device_name(0) if device.type == "cuda" else "CPU (smoke run)"
-    body = f"{provenance(f'{machine}; torch {torch.__version__}')}\n\n{table}\n"
+    body = f"{provenance(f'{machine}; torch {torch.__version__}')}\n{model_line([PLAIN_MLP])}\n\n{table}\n"
     write_section("gpu-ablation", "What each optimisation is worth (1 GPU, native step)", body, doc=args.doc)
 
 

@@ -1,5 +1,7 @@
 """Checks of the GPU-only paths, for a GPU machine (CI has none): the CUDA-graphed step trains exactly like the
-eager one, the fused bf16 layers (ranker.gpu.fused_linear) train like autocast's Linear + ReLU, and on several GPUs
+eager one, the fused bf16 layers (ranker.gpu.fused_linear) train like autocast's Linear + ReLU, the fused per-feature
+embedding's compiled kernels (ranker.gpu.fused_embedding) compute what the modules compute (bf16 to bf16 round-off,
+float32 to float32 round-off) and a shipped model trains alike with and without them, and on several GPUs
 FusedDataParallel's reduction with its sharded update trains like DDP's and like its own unsharded update, and leaves
 every rank with the same weights.
 
@@ -9,7 +11,8 @@ every rank with the same weights.
 From the same initial weights and batches, runs the eager step and the captured step for `--steps` steps (past the
 warm-up and the capture, through the learning-rate warm-up) and compares every rank's weights and summed loss: they
 must be equal to round-off. Then the eager step with plain autocast layers: its summed loss must agree to 1%
-(bf16 sums in a different order drift apart slowly). On several GPUs, the captured step with DDP in place of
+(bf16 sums in a different order drift apart slowly); the shipped model's captured step with the fused embedding against
+the same step with the embedding's modules likewise. On several GPUs, the captured step with DDP in place of
 FusedDataParallel, and with the update unsharded, must each end within `--tolerance` of it, and rank 0's weights must
 equal every other rank's. Exits 1 on any failure, so a device run can gate on it.
 """
@@ -21,22 +24,25 @@ import sys
 
 import torch
 
+from benchmarks.models import PLAIN_MLP, SHIPPED_MODEL, SHIPPED_WIDTH, benchmark_model
 from benchmarks.project_trainers import benchmark_session, join_process_group
 import sagemaker_distributed as distributed
 from ranker.training import engine
 from ranker.config import PathSwitches
 from ranker.gpu.fused_data_parallel import FusedDataParallel
+from ranker.gpu.fused_embedding import fused_feature_embedding
 from benchmarks.native_harness import NativeHarness
 
 
-def train(cuda_graph: bool, width: int, steps: int, fused: bool = True,
-          **reduction) -> tuple[dict[str, torch.Tensor], float, bool]:
+def train(cuda_graph: bool, width: int, steps: int, fused: bool = True, model: str = PLAIN_MLP,
+          fused_embedding: bool = True, **reduction) -> tuple[dict[str, torch.Tensor], float, bool]:
     """`reduction`: PathSwitches changes to the gradient reduction (`data_parallel="ddp"`, `shard_optimizer=False`).
     Returns the weights, the summed loss and whether the AdamW update was sharded across the ranks."""
     topology = distributed.detect_topology()
     device = distributed.device_for(topology)
-    session = benchmark_session(width, 64, topology, device, batches_of_data=steps, cuda_graph=cuda_graph,
-                                warmup_fraction=0.5, switches=PathSwitches(fused_layers=fused, **reduction))
+    switches = PathSwitches(fused_layers=fused, fused_embedding=fused_embedding, **reduction)
+    session = benchmark_session(benchmark_model(model, width, 136), 64, topology, device, batches_of_data=steps,
+                                cuda_graph=cuda_graph, warmup_fraction=0.5, switches=switches)
     torch.manual_seed(0)
     harness = NativeHarness.build(session, total_steps=steps)
     loss_sum = harness.run(steps)
@@ -47,6 +53,49 @@ def train(cuda_graph: bool, width: int, steps: int, fused: bool = True,
 
 def largest_difference(first: dict[str, torch.Tensor], second: dict[str, torch.Tensor]) -> float:
     return max((first[name] - second[name]).abs().max().item() for name in first)
+
+
+def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
+    return ((actual.float() - expected.float()).abs().max() / expected.float().abs().max().clamp(min=1e-12)).item()
+
+
+def embedding_agreement(device: torch.device, precision: str) -> tuple[float, float]:
+    """Largest relative error of the fused embedding's output and of its parameters' gradients against the modules
+    (under bf16 autocast for `bf16`), on a fitted shipped model and a batch of 64 queries of 32 documents."""
+    session = benchmark_session(benchmark_model(SHIPPED_MODEL, SHIPPED_WIDTH, 136), 64, distributed.detect_topology(),
+                                device, batches_of_data=1)
+    model = session.build_model()
+    torch.manual_seed(1)
+    for name, parameter in model.embedding.named_parameters():
+        if name.endswith("bias"):  # zero at initialisation: give the biases' gradients something to check
+            torch.nn.init.normal_(parameter, std=0.5)
+    features = session.train.features[:64]
+    parameters = list(model.embedding.parameters())
+    with engine.autocast(device, precision):
+        reference = model.inputs(features)
+    fused = fused_feature_embedding(features, model.encoding, model.embedding, precision)
+    upstream = torch.randn(reference.shape, device=device)
+    expected = torch.autograd.grad(reference, parameters, upstream.to(reference.dtype))
+    actual = torch.autograd.grad(fused, parameters, upstream.to(fused.dtype))
+    return relative_error(fused, reference), max(relative_error(a, e) for a, e in zip(actual, expected))
+
+
+def check_fused_embedding(device: torch.device, steps: int) -> tuple[str, bool]:
+    """The fused embedding's kernels against the modules (outputs and gradients, both precisions), and the shipped
+    model's captured training with and without them."""
+    results, passed = [], True
+    for precision, limit in (("bf16", 3e-2), ("fp32", 1e-4)):
+        output, gradient = embedding_agreement(device, precision)
+        ok = output <= limit and gradient <= limit
+        results.append(f"fused embedding vs modules ({precision}): output {output:.1e}, gradients {gradient:.1e}: "
+                       f"{'PASS' if ok else 'FAIL'}")
+        passed = passed and ok
+    _, fused_loss, _ = train(True, SHIPPED_WIDTH, steps, model=SHIPPED_MODEL)
+    _, modules_loss, _ = train(True, SHIPPED_WIDTH, steps, model=SHIPPED_MODEL, fused_embedding=False)
+    ok = abs(fused_loss - modules_loss) <= 0.01 * abs(modules_loss)
+    results.append(f"shipped model trained with vs without the fused embedding: summed loss {fused_loss:.6f} vs "
+                   f"{modules_loss:.6f}: {'PASS' if ok else 'FAIL'}")
+    return "; ".join(results), passed and ok
 
 
 def main() -> None:
@@ -62,6 +111,7 @@ def main() -> None:
     if device.type != "cuda":
         raise SystemExit("gpu_checks: no GPU here; run it on a GPU machine")
     join_process_group(topology, device)
+    embedding_report, embedding_passed = check_fused_embedding(device, args.steps)
     eager_weights, eager_loss, _ = train(False, args.width, args.steps)
     graph_weights, graph_loss, sharded = train(True, args.width, args.steps)
     _, unfused_loss, _ = train(False, args.width, args.steps, fused=False)
@@ -72,7 +122,8 @@ def main() -> None:
               f"difference {largest:.2e}, summed loss {graph_loss:.6f} vs {eager_loss:.6f}: "
               f"{'PASS' if graph_passed else 'FAIL'}; fused vs autocast layers: summed loss {eager_loss:.6f} vs "
               f"{unfused_loss:.6f}: {'PASS' if fused_passed else 'FAIL'}")
-    passed = graph_passed and fused_passed
+    report += f"; {embedding_report}"
+    passed = graph_passed and fused_passed and embedding_passed
     if topology.world_size > 1:
         rank0_weights = {name: value.to(device) for name, value in graph_weights.items()}
         for value in rank0_weights.values():

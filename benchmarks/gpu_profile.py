@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.project_code import DOCS_PER_QUERY
+from benchmarks.models import MODELS, PLAIN_MLP, benchmark_model
 from benchmarks.project_trainers import benchmark_session, join_process_group, run_project_trainer
 import sagemaker_distributed as distributed
 
@@ -91,12 +92,12 @@ def breakdown(trace: dict, steps: int) -> tuple[list[tuple[str, float]], list[tu
     return rows, heaviest
 
 
-def profile_steps(trainer_name: str, width: int, batch_size: int, warmup: int, steps: int, trace_path: Path,
-                  cuda_graph: bool) -> None:
+def profile_steps(trainer_name: str, model: str, width: int, batch_size: int, warmup: int, steps: int,
+                  trace_path: Path, cuda_graph: bool) -> None:
     topology = distributed.detect_topology()
     device = distributed.device_for(topology)
-    session = benchmark_session(width, batch_size // DOCS_PER_QUERY, topology, device, warmup + steps + 1,
-                                cuda_graph=cuda_graph)
+    session = benchmark_session(benchmark_model(model, width, 136), batch_size // DOCS_PER_QUERY, topology, device,
+                                warmup + steps + 1, cuda_graph=cuda_graph)
     activities = [torch.profiler.ProfilerActivity.CUDA] if device.type == "cuda" else []
     profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, *activities],
                                       schedule=torch.profiler.schedule(wait=0, warmup=warmup, active=steps),
@@ -125,6 +126,7 @@ def report(label: str, trace: dict, steps: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trainers", default="native,lightning", help="comma-separated: native, lightning")
+    parser.add_argument("--model", default=PLAIN_MLP, choices=MODELS)
     parser.add_argument("--widths", default="1024,4096")
     parser.add_argument("--batch-size", type=int, default=8192, help="documents per GPU per step")
     parser.add_argument("--warmup-steps", type=int, default=15)
@@ -140,8 +142,8 @@ def main() -> None:
         for width in (int(w) for w in args.widths.split(",")):
             label = f"{trainer_name}-w{width}-{topology.world_size}gpu" + ("-eager" if args.eager else "")
             trace_path = args.trace_dir / f"{label}-rank{topology.rank}.json"
-            profile_steps(trainer_name, width, args.batch_size, args.warmup_steps, args.steps, trace_path,
-                          not args.eager)
+            profile_steps(trainer_name, args.model, width, args.batch_size, args.warmup_steps, args.steps,
+                          trace_path, not args.eager)
             if topology.is_main:
                 report(label, json.loads(trace_path.read_text()), args.steps)
             with gzip.open(trace_path.with_suffix(".json.gz"), "wt") as packed:  # a tenth of the size, to copy back

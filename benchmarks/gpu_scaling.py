@@ -3,10 +3,16 @@
     python -m benchmarks.gpu_scaling                       # on a GPU machine: every trainer, layout and width
     python -m benchmarks.gpu_scaling --gpu-counts 1,2,4,8 --emulated-hosts 8
 
-For each trainer (native, lightning, naive-ddp, naive-lightning) and layout (1 GPU, every GPU count asked for,
-and N emulated hosts: N torchrun agents with --nnodes N on this one machine, one GPU each) it launches the
-trainer under torchrun, which measures itself over timed windows after a warm-up (benchmarks/timing.py).
-The bf16 matmul rate measured in the same run is the denominator of model-FLOPs utilisation.
+Two comparisons (the models are benchmarks.models'):
+- the peers: each trainer (native, lightning, naive-ddp, naive-lightning) trains the plain MLP, the model the naive
+  baselines train, at each of `--widths`;
+- the shipped model: the project's trainers train the shipped model (encoding, per-feature embeddings, norm, dropout)
+  and the plain MLP at the shipped width (`--shipped-width`), so its row says what the model costs beside the plain
+  MLP of the same width.
+For each trainer and layout (1 GPU, every GPU count asked for, and N emulated hosts: N torchrun agents with --nnodes N
+on this one machine, one GPU each) it launches the trainer under torchrun, which measures itself over timed windows
+after a warm-up (benchmarks/timing.py). The bf16 matmul rate measured in the same run is the denominator of
+model-FLOPs utilisation (the FLOPs each model's layers and embeddings do, benchmarks.models).
 Results: a table on stdout, a section in docs/benchmarks.md, a scaling plot beside it, raw JSON lines.
 """
 
@@ -25,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.models import PLAIN_MLP, SHIPPED_MODEL, SHIPPED_WIDTH, model_line
 from benchmarks.project_variants import PROJECT_TRAINERS, REDUCTION_ABLATIONS
 from benchmarks.report import BENCHMARKS_DOC, command_line, markdown_table, measured_at, provenance, write_section
 
@@ -81,10 +88,10 @@ def launch_commands(layout: Layout, trainer: str,
         ], {"CUDA_VISIBLE_DEVICES": devices}
 
 
-def run_layout(layout: Layout, trainer: str, trainer_args: list[str], log_dir: Path) -> None:
+def run_layout(layout: Layout, trainer: str, trainer_args: list[str], log_dir: Path, label: str | None = None) -> None:
     processes = []
     for node_rank, (command, extra_env) in enumerate(launch_commands(layout, trainer, trainer_args)):
-        log = (log_dir / f"{trainer}-{layout.gpus}gpu-{layout.hosts}host-{node_rank}.log").open("w")
+        log = (log_dir / f"{label or trainer}-{layout.gpus}gpu-{layout.hosts}host-{node_rank}.log").open("w")
         env = {**os.environ, **SAFE_NCCL_ENV, **extra_env}
         if not torch.cuda.is_available():
             env.pop("CUDA_VISIBLE_DEVICES")
@@ -132,31 +139,39 @@ def machine_description() -> str:
 
 
 def analyse(results: list[dict], matmul_tflops: float | None) -> tuple[list[str], list[list[object]]]:
-    """One row per (trainer, width, layout): rate, speed-up over naive DDP on the same layout, scaling efficiency
-    against the same trainer on 1 GPU, MFU, difference from the native trainer, peak memory."""
-    by_key = {(r["trainer"], r["width"], r["world_size"], r["nodes"]): r for r in results}
-    headers = ["trainer", "width", "layout", "samples/s", "x naive DDP", "scaling eff.", "MFU", "vs native",
-               "peak GiB/GPU"]
+    """One row per (model, trainer, width, layout): rate, speed-up over naive DDP (same model, width and layout),
+    scaling efficiency against the same trainer on 1 GPU, MFU, difference from the native trainer, the shipped model's
+    rate against the plain MLP's (same trainer, width and layout), peak memory."""
+    by_key = {(r["model"], r["trainer"], r["width"], r["world_size"], r["nodes"]): r for r in results}
+    headers = ["model", "trainer", "width", "layout", "samples/s", "x naive DDP", "scaling eff.", "MFU", "vs native",
+               "vs plain MLP", "peak GiB/GPU"]
     rows = []
+
     def order(r: dict) -> tuple:
-        return r["width"], list(TRAINER_MODULES).index(r["trainer"]), r["world_size"], r["nodes"]
+        return (r["width"], r["model"] != PLAIN_MLP, list(TRAINER_MODULES).index(r["trainer"]), r["world_size"],
+                r["nodes"])
+
+    def ratio(r: dict, other: dict | None) -> str:
+        return f"{r['samples_per_second'] / other['samples_per_second'] - 1:+.1%}" if other else "-"
 
     for r in sorted(results, key=order):
-        single = by_key.get((MULTI_GPU_ONLY.get(r["trainer"], r["trainer"]), r["width"], 1, 1))
-        naive = by_key.get(("naive-ddp", r["width"], r["world_size"], r["nodes"]))
-        native = by_key.get(("native", r["width"], r["world_size"], r["nodes"]))
+        layout_key = (r["width"], r["world_size"], r["nodes"])
+        single = by_key.get((r["model"], MULTI_GPU_ONLY.get(r["trainer"], r["trainer"]), r["width"], 1, 1))
+        naive = by_key.get((r["model"], "naive-ddp", *layout_key))
+        native = by_key.get((r["model"], "native", *layout_key))
+        plain = by_key.get((PLAIN_MLP, r["trainer"], *layout_key)) if r["model"] != PLAIN_MLP else None
         single_rate = single["samples_per_second"] if single else None
         efficiency = r["samples_per_second"] / (r["world_size"] * single_rate) if single_rate else None
         mfu = (r["samples_per_second"] * r["flops_per_sample"] / r["world_size"] / (matmul_tflops * 1e12)
                if matmul_tflops else None)
         layout = Layout(r["world_size"], r["nodes"]).label
         rows.append([
-            r["trainer"], r["width"], layout, f"{r['samples_per_second']:,.0f}",
+            r["model"], r["trainer"], r["width"], layout, f"{r['samples_per_second']:,.0f}",
             f"{r['samples_per_second'] / naive['samples_per_second']:.1f}x" if naive else "-",
             f"{efficiency:.1%}" if efficiency else "-",
             f"{mfu:.1%}" if mfu else "-",
-            (f"{r['samples_per_second'] / native['samples_per_second'] - 1:+.1%}"
-             if native and r["trainer"] != "native" else "-"),
+            ratio(r, native) if r["trainer"] != "native" else "-",
+            ratio(r, plain),
             f"{r['peak_memory_gib']:.1f}",
         ])
     return headers, rows
@@ -171,11 +186,13 @@ def plot_scaling(results: list[dict], path: Path) -> None:
     widths = sorted({r["width"] for r in results})
     figure, axes = plt.subplots(1, len(widths), figsize=(6 * len(widths), 4), squeeze=False)
     for axis, width in zip(axes[0], widths):
-        for trainer in TRAINER_MODULES:
-            points = sorted((r["world_size"], r["samples_per_second"]) for r in results
-                            if r["trainer"] == trainer and r["width"] == width and r["nodes"] == 1)
-            if points:
-                axis.plot(*zip(*points), marker="o", label=trainer)
+        for model in (PLAIN_MLP, SHIPPED_MODEL):
+            for trainer in TRAINER_MODULES:
+                points = sorted((r["world_size"], r["samples_per_second"]) for r in results
+                                if r["trainer"] == trainer and r["model"] == model and r["width"] == width
+                                and r["nodes"] == 1)
+                if points:
+                    axis.plot(*zip(*points), marker="o", label=f"{trainer}, {model}")
         counts = sorted({r["world_size"] for r in results})
         axis.set(title=f"width {width}", xlabel="GPUs", ylabel="samples/s", xscale="log", yscale="log")
         axis.set_xticks(counts, [str(count) for count in counts])
@@ -194,7 +211,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--trainers", default=",".join(t for t in TRAINER_MODULES if t not in MULTI_GPU_ONLY),
                         help=f"comma-separated; {', '.join(MULTI_GPU_ONLY)} (ablations of the gradient reduction, "
                              "several GPUs only) are opt-in")
-    parser.add_argument("--widths", default="1024,4096")
+    parser.add_argument("--widths", default="1024,4096", help="widths of the plain MLP every trainer trains")
+    parser.add_argument("--shipped-width", type=int, default=SHIPPED_WIDTH,
+                        help="width at which the project's trainers train the shipped model and the plain MLP; 0: skip")
     parser.add_argument("--batch-size", type=int, default=8192)
     parser.add_argument("--warmup-steps", type=int, default=15)
     parser.add_argument("--steps-per-window", type=int, default=20)
@@ -229,26 +248,39 @@ def main(argv: list[str] | None = None) -> None:
     render(args, results_path, run)
 
 
+def model_runs(trainers: list[str], widths: str, shipped_width: int) -> list[tuple[str, str, str]]:
+    """(trainer, model, widths) for each trainer process to launch: every trainer on the plain MLP at `widths`, the
+    project's trainers also on the shipped model and the plain MLP at `shipped_width`."""
+    runs = [(trainer, PLAIN_MLP, widths) for trainer in trainers]
+    if shipped_width:
+        for trainer in (trainer for trainer in trainers if trainer not in NAIVE_TRAINERS):
+            runs.append((trainer, SHIPPED_MODEL, str(shipped_width)))
+            if str(shipped_width) not in widths.split(","):
+                runs.append((trainer, PLAIN_MLP, str(shipped_width)))
+    return runs
+
+
 def run_layouts(args: argparse.Namespace, layouts: list[Layout], results_path: Path, raw_dir: Path) -> None:
-    common = ["--widths", args.widths, "--batch-size", str(args.batch_size), "--windows", str(args.windows),
-              "--results", str(results_path)]
+    common = ["--batch-size", str(args.batch_size), "--windows", str(args.windows), "--results", str(results_path)]
     steps = {"project": ["--warmup-steps", str(args.warmup_steps), "--steps-per-window", str(args.steps_per_window)],
              "naive": ["--warmup-steps", "5", "--steps-per-window", str(args.naive_steps_per_window)]}
-    for trainer in args.trainers.split(","):
+    for trainer, model, widths in model_runs(args.trainers.split(","), args.widths, args.shipped_width):
         for layout in layouts:
             if trainer in MULTI_GPU_ONLY and (layout.gpus == 1 or layout.hosts > 1):
                 continue
-            print(f"running {trainer} on {layout.label} ...", flush=True)
-            trainer_args = common + steps["naive" if trainer in NAIVE_TRAINERS else "project"]
-            run_layout(layout, trainer, trainer_args, raw_dir)
+            print(f"running {trainer} ({model}, widths {widths}) on {layout.label} ...", flush=True)
+            naive = trainer in NAIVE_TRAINERS
+            trainer_args = [*common, "--widths", widths, *steps["naive" if naive else "project"],
+                            *([] if naive else ["--model", model])]
+            run_layout(layout, trainer, trainer_args, raw_dir, label=f"{trainer}-{model.replace(' ', '-')}-{widths}")
 
 
 def paths_taken(results: list[dict]) -> str:
     """Each project trainer's path (ranker.gpu.fast_paths' line, as the run logged it) per GPU count."""
-    lines = {(result["trainer"], result["world_size"], result["nodes"]): result["path"]
+    lines = {(result["trainer"], result["model"], result["world_size"], result["nodes"]): result["path"]
              for result in results if result.get("path")}
-    return "Paths taken:\n" + "".join(f"- {trainer}, {world} GPU(s), {nodes} host(s): `{path}`\n"
-                                      for (trainer, world, nodes), path in sorted(lines.items()))
+    return "Paths taken:\n" + "".join(f"- {trainer}, {model}, {world} GPU(s), {nodes} host(s): `{path}`\n"
+                                      for (trainer, model, world, nodes), path in sorted(lines.items()))
 
 
 def render(args: argparse.Namespace, results_path: Path, run: dict) -> None:
@@ -262,7 +294,10 @@ def render(args: argparse.Namespace, results_path: Path, run: dict) -> None:
     rate = f"{matmul_tflops:.0f} TFLOP/s (8192^3 bf16 product, median of 20, same run)" if matmul_tflops else "n/a"
     body = (
         f"{provenance(run['machine'], run['command'], run.get('measured'))}\n- bf16 matmul rate: {rate}\n"
-        f"- Model: 7 dense layers, 136 input features, batch {args.batch_size} per GPU, synthetic data; "
+        f"{model_line(sorted({r['model'] for r in results}))}\n"
+        f"- The peers: every trainer trains the plain MLP (the naive baselines' model); the shipped model's rows put it "
+        f"beside the plain MLP of the same width and trainer (`vs plain MLP`)\n"
+        f"- Data: 136 input features, batch {args.batch_size} documents per GPU (synthetic queries of 32), "
         f"median of {args.windows} timed windows after warm-up ({args.warmup_steps} warm-up steps and windows of "
         f"{args.steps_per_window} steps for the project's trainers; 5 and {args.naive_steps_per_window} for the "
         f"naive baselines, which run 10-100x slower)\n"

@@ -4,10 +4,11 @@ The native trainer runs the package's own hot path (benchmarks.native_harness: d
 batches, fused bf16 layers, fused AdamW, gradients reduced by FusedDataParallel, the step replayed as a CUDA graph);
 the Lightning trainer runs train_lightning.py's Trainer and RankingModule (automatic optimization, bf16-mixed, DDP,
 fused AdamW) on the same device-resident queries: synthetic queries of 32 documents, so a batch of 8192 samples is 256
-whole queries. `--eager` turns the native step's CUDA graph off, `--compile` runs the model through torch.compile.
+whole queries. `--model` names the model (benchmarks.models: `plain MLP`, the default, or `shipped model`), `--eager`
+turns the native step's CUDA graph off, `--compile` runs the model through torch.compile.
 
-Launch: torchrun --nproc_per_node N -m benchmarks.project_trainers --trainer native [--eager] [--compile] \
-            --results results.jsonl
+Launch: torchrun --nproc_per_node N -m benchmarks.project_trainers --trainer native [--model "shipped model"] \
+            [--eager] [--compile] --results results.jsonl
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import torch
 
 from benchmarks.baselines.common import parse_args
 from benchmarks.lightning_timing import OnEveryStep
+from benchmarks.models import PLAIN_MLP, benchmark_model
 from benchmarks.project_code import DOCS_PER_QUERY
 from benchmarks.project_variants import PROJECT_TRAINERS, REDUCTION_ABLATIONS
 from benchmarks.timing import StepWindows, append_result, summarise
@@ -38,11 +40,10 @@ from benchmarks.native_harness import NativeHarness, synthetic_session
 from train_lightning import build_trainer
 
 
-def benchmark_session(width: int, batch_queries: int, topology: Topology, device: torch.device, batches_of_data: int,
-                      num_features: int = 136, **train_changes) -> Session:
-    """The benchmarks' model (dense layers with ReLU, no norm, no dropout) on synthetic queries of DOCS_PER_QUERY
-    documents, with a training config that never logs or checkpoints; `train_changes` set other TrainConfig fields."""
-    model = ModelConfig(num_features=num_features, width=width, norm="none", dropout=0.0)
+def benchmark_session(model: ModelConfig, batch_queries: int, topology: Topology, device: torch.device,
+                      batches_of_data: int, **train_changes) -> Session:
+    """`model` (benchmarks.models.benchmark_model) on synthetic queries of DOCS_PER_QUERY documents, with a training
+    config that never logs or checkpoints; `train_changes` set other TrainConfig fields."""
     train = TrainConfig(batch_size=batch_queries, log_every=10**9, checkpoint_every=0, **train_changes)
     return synthetic_session(model, train, topology, device, docs_per_query=DOCS_PER_QUERY,
                              batches_of_data=batches_of_data, work_dir=Path(tempfile.mkdtemp(prefix="bench-")))
@@ -93,9 +94,19 @@ def run_lightning(session: Session, steps: int, on_step: Callable[[], None]) -> 
     trainer.fit(torch.compile(module) if config.train.compile else module, datamodule=SessionQueries(session))
 
 
+def take_option(name: str, default: str | None = None) -> str | None:
+    """Removes `name VALUE` from the command line (the rest is the naive baselines' shared one) and returns VALUE."""
+    if name not in sys.argv:
+        return default
+    index = sys.argv.index(name)
+    value = sys.argv[index + 1]
+    del sys.argv[index:index + 2]
+    return value
+
+
 def main() -> None:
-    trainer_name = sys.argv.pop(sys.argv.index("--trainer") + 1)
-    sys.argv.remove("--trainer")
+    trainer_name = take_option("--trainer")
+    model_name = take_option("--model", PLAIN_MLP)
     eager = "--eager" in sys.argv  # the CUDA-graph ablation: both trainers replay a captured step by default
     if eager:
         sys.argv.remove("--eager")
@@ -111,15 +122,16 @@ def main() -> None:
     for width in args.widths:
         windows = StepWindows(args.warmup_steps, args.steps_per_window, args.windows, device)
         # One epoch covers the whole run, so the Lightning loop's end-of-epoch validation stays out of the timing.
-        session = benchmark_session(width, args.batch_size // DOCS_PER_QUERY, topology, device,
-                                    windows.total_steps + 1, args.features, cuda_graph=not eager, compile=compiled,
+        session = benchmark_session(benchmark_model(model_name, width, args.features), args.batch_size // DOCS_PER_QUERY,
+                                    topology, device, windows.total_steps + 1, cuda_graph=not eager, compile=compiled,
                                     switches=PathSwitches(**REDUCTION_ABLATIONS.get(trainer_name, {})))
         run_project_trainer(trainer_name, session, windows.total_steps, windows.step_done)
         path = engine.training_path(session.config.train, device, topology.world_size).describe()
-        result = summarise(trainer_name, width, args.features, args.batch_size, windows, path)
+        result = summarise(trainer_name, model_name, width, args.features, args.batch_size, windows, path)
         if topology.is_main:
             append_result(args.results, result)
-            print(f"{trainer_name} width={width} world={result.world_size} samples/s={result.samples_per_second:,.0f}")
+            print(f"{trainer_name} {model_name} width={width} world={result.world_size} "
+                  f"samples/s={result.samples_per_second:,.0f}")
     distributed.shutdown()
 
 

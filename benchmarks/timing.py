@@ -17,14 +17,7 @@ from pathlib import Path
 
 import torch
 
-
-def dense_mlp_flops_per_sample(input_features: int, width: int, layers: int = 7) -> int:
-    """Training FLOPs per sample of the benchmark MLP: forward 2*params-ish, backward twice that.
-
-    Layers: input->width, (layers-2) x width->width, width->1, each with a bias.
-    """
-    macs = input_features * width + (layers - 2) * width * width + width
-    return 3 * 2 * macs
+from benchmarks.models import benchmark_model, training_flops_per_sample
 
 
 @dataclass
@@ -70,6 +63,8 @@ class StepWindows:
 @dataclass
 class BenchmarkResult:
     trainer: str
+    model: str
+    """A benchmarks.models name."""
     width: int
     world_size: int
     nodes: int
@@ -82,14 +77,16 @@ class BenchmarkResult:
     """The line ranker.gpu.fast_paths wrote for the run (empty for the naive baselines, which are not the project's)."""
 
 
-def summarise(trainer: str, width: int, input_features: int, batch_per_rank: int,
+def summarise(trainer: str, model: str, width: int, input_features: int, batch_per_rank: int,
               windows: StepWindows, path: str = "") -> BenchmarkResult:
+    """The windows' rates of `trainer` training the benchmark model `model` (benchmarks.models) `width` units wide."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     nodes = int(os.environ.get("GROUP_WORLD_SIZE", os.environ.get("BENCH_NODES", "1")))
     rates = [batch_per_rank * world_size * windows.steps_per_window / s for s in windows.window_seconds]
     peak = torch.cuda.max_memory_allocated(windows.device) / 2**30 if windows.device.type == "cuda" else 0.0
     return BenchmarkResult(
         trainer=trainer,
+        model=model,
         width=width,
         world_size=world_size,
         nodes=nodes,
@@ -97,7 +94,7 @@ def summarise(trainer: str, width: int, input_features: int, batch_per_rank: int
         samples_per_second=statistics.median(rates),
         window_samples_per_second=rates,
         peak_memory_gib=peak,
-        flops_per_sample=dense_mlp_flops_per_sample(input_features, width),
+        flops_per_sample=training_flops_per_sample(benchmark_model(model, width), input_features),
         path=path,
     )
 

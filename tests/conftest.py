@@ -9,6 +9,10 @@ import pytest
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
+# Triton kernels (ranker.gpu's) run in Triton's interpreter on the CPU: CI has no GPU. Triton reads the switch when it
+# is first imported, so it is set here, before any test module can import it.
+os.environ["TRITON_INTERPRET"] = "1"
+
 # The real LETOR sample lives outside the repository (it is not ours to copy in); CI has it beside the clone.
 LETOR_SAMPLE_DIR = Path(os.environ.get("LETOR_SAMPLE_DIR", PROJECT_ROOT.parent / "shared" / "data" / "letor-sample"))
 

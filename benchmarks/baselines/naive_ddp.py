@@ -15,6 +15,7 @@ from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
 from benchmarks.baselines.common import dense_mlp, parse_args, synthetic_dataset
+from benchmarks.models import PLAIN_MLP
 from benchmarks.timing import StepWindows, append_result, summarise
 
 
@@ -45,7 +46,7 @@ def main() -> None:
                 if windows.finished:
                     break
             epoch += 1
-        result = summarise("naive-ddp", width, args.features, args.batch_size, windows)
+        result = summarise("naive-ddp", PLAIN_MLP, width, args.features, args.batch_size, windows)
         if dist.get_rank() == 0:
             append_result(args.results, result)
             print(f"naive-ddp width={width} world={result.world_size} samples/s={result.samples_per_second:,.0f}")

@@ -15,6 +15,7 @@ from torch.utils.data import DataLoader
 
 from benchmarks.baselines.common import dense_mlp, parse_args, synthetic_dataset
 from benchmarks.lightning_timing import WindowTimer
+from benchmarks.models import PLAIN_MLP
 from benchmarks.timing import StepWindows, append_result, summarise
 
 
@@ -54,7 +55,7 @@ def main() -> None:
         )
         loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True, pin_memory=cuda)
         trainer.fit(RankingRegressor(args.features, width), loader)
-        result = summarise("naive-lightning", width, args.features, args.batch_size, windows)
+        result = summarise("naive-lightning", PLAIN_MLP, width, args.features, args.batch_size, windows)
         if trainer.global_rank == 0:
             append_result(args.results, result)
             print(f"naive-lightning width={width} world={result.world_size} samples/s={result.samples_per_second:,.0f}")

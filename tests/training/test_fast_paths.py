@@ -16,8 +16,8 @@ from ranker.gpu.fused_linear import FusedLayers
 from ranker.model.mlp import RankingMLP
 from ranker.training import engine
 
-EVERYTHING = Capabilities("torch 9.9", float32_output_gemm=True, device_bound_init=True)
-FAST_PATHS = ("fused_layers", "cuda_graph", "fused_data_parallel", "sharded_update")
+EVERYTHING = Capabilities("torch 9.9", float32_output_gemm=True, device_bound_init=True, triton_kernels=True)
+FAST_PATHS = ("fused_layers", "cuda_graph", "fused_data_parallel", "sharded_update", "fused_embedding")
 
 
 def taken(path: fast_paths.TrainingPath) -> set[str]:
@@ -41,7 +41,8 @@ def test_torch_2_2_takes_the_portable_path_and_keeps_the_cuda_graph_naming_why()
     reasons = dict(path.not_taken)
     assert reasons["fused bf16 layers"] == "torch 2.2 has no torch.mm(out_dtype=)"
     assert reasons["FusedDataParallel"] == "needs the fused bf16 layers"
-    assert set(reasons) == {"fused bf16 layers", "FusedDataParallel", "sharded update"}
+    assert reasons["fused per-feature embeddings"] == "no Triton 3.3 or later beside torch 2.2"
+    assert set(reasons) == {"fused bf16 layers", "FusedDataParallel", "sharded update", "fused per-feature embeddings"}
     assert all(f"{name}: {why}" in line for name, why in path.not_taken)
 
 
@@ -62,6 +63,22 @@ def test_probe_reads_the_running_torch():
     assert probed.source == f"torch {torch.__version__}"
 
 
+def test_the_triton_kernels_need_a_triton_at_least_as_new_as_the_one_they_were_compiled_with(monkeypatch):
+    # Given the installed Triton's release as its package metadata gives it
+    releases = {"3.2.0": False, "3.3.1": True, "3.6.0": True, "3.10.0+git1a2b3c": True}
+    for release, expected in releases.items():
+        monkeypatch.setattr(fast_paths.importlib.metadata, "version", lambda name, release=release: release)
+        # Then the probe allows the kernels from 3.3 on, comparing releases as numbers (3.10 is after 3.3)
+        assert fast_paths.probe().triton_kernels is expected, release
+
+    def missing(name):
+        raise fast_paths.importlib.metadata.PackageNotFoundError(name)
+
+    # And without Triton (CPU builds of torch) they never run
+    monkeypatch.setattr(fast_paths.importlib.metadata, "version", missing)
+    assert fast_paths.probe().triton_kernels is False
+
+
 @pytest.mark.parametrize(
     ("device", "world_size", "backend", "config", "off", "why"),
     [("cpu", 1, "", TrainConfig(), "fused bf16 layers", "CPU run"),
@@ -74,7 +91,11 @@ def test_probe_reads_the_running_torch():
      ("cuda", 2, "nccl", TrainConfig(switches=PathSwitches(allreduce_dtype="bf16")), "CUDA graph",
       "the bf16 all-reduce hook runs Python per bucket"),
      ("cuda", 2, "nccl", TrainConfig(switches=PathSwitches(shard_optimizer=False)), "sharded update",
-      "switched off (shard_optimizer=False)")],
+      "switched off (shard_optimizer=False)"),
+     ("cpu", 1, "", TrainConfig(), "fused per-feature embeddings", "CPU run"),
+     ("cuda", 1, "", TrainConfig(compile=True), "fused per-feature embeddings", "--compile true (Inductor fuses instead)"),
+     ("cuda", 1, "", TrainConfig(switches=PathSwitches(fused_embedding=False)), "fused per-feature embeddings",
+      "switched off (fused_embedding=False)")],
 )
 def test_each_fast_path_not_taken_is_named_with_its_reason(device, world_size, backend, config, off, why):
     path = choose(config, device, world_size, backend, EVERYTHING)
@@ -110,7 +131,7 @@ def test_the_fast_path_switches_are_not_flags(tmp_path):
     from ranker.config import build_parser, parse_config
 
     help_text = build_parser().format_help()
-    for name in ("fused-layers", "data-parallel", "shard-optimizer", "allreduce-dtype", "switches"):
+    for name in ("fused-layers", "data-parallel", "shard-optimizer", "allreduce-dtype", "fused-embedding", "switches"):
         assert f"--{name}" not in help_text
     with pytest.raises(ValueError, match=re.escape("unknown flag(s) ['--data-parallel', 'ddp']")):
         parse_config(["--train", str(tmp_path), "--data-parallel", "ddp"], {}, "test")

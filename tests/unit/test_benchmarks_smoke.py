@@ -16,15 +16,17 @@ from torch import nn
 
 from benchmarks import data_pipeline, gpu_scaling, timing
 from benchmarks.baselines.common import dense_mlp
-from benchmarks.gpu_scaling import Layout, analyse, launch_commands
+from benchmarks.gpu_scaling import Layout, analyse, launch_commands, model_runs
+from benchmarks.models import PLAIN_MLP, SHIPPED_MODEL, benchmark_model, training_flops_per_sample
 from benchmarks.report import markdown_table, write_section
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _result(trainer: str, width: int, world_size: int, rate: float, nodes: int = 1) -> dict:
-    return {"trainer": trainer, "width": width, "world_size": world_size, "nodes": nodes, "samples_per_second": rate,
-            "flops_per_sample": timing.dense_mlp_flops_per_sample(136, width), "peak_memory_gib": 1.25}
+def _result(trainer: str, width: int, world_size: int, rate: float, nodes: int = 1, model: str = PLAIN_MLP) -> dict:
+    return {"trainer": trainer, "model": model, "width": width, "world_size": world_size, "nodes": nodes,
+            "samples_per_second": rate, "peak_memory_gib": 1.25,
+            "flops_per_sample": training_flops_per_sample(benchmark_model(model, width), 136)}
 
 
 def _percent(cell: str) -> float:
@@ -44,8 +46,9 @@ HAND_MADE_RESULTS = [
 # --- benchmarks.gpu_scaling: the table's arithmetic ---------------------------------------------------------------
 
 
-def _rows_by_key(rows: list[list[object]]) -> dict[tuple[str, str], list[object]]:
-    return {(row[0], row[2]): row for row in rows}
+def _rows_by_key(rows: list[list[object]], model: str = PLAIN_MLP) -> dict[tuple[str, str], list[object]]:
+    """The rows of `model` by (trainer, layout)."""
+    return {(row[1], row[3]): row for row in rows if row[0] == model}
 
 
 def test_scaling_efficiency_is_the_rate_over_world_size_times_the_same_trainers_single_gpu_rate():
@@ -94,6 +97,34 @@ def test_vs_native_and_speed_up_compare_against_the_same_width_and_layout():
     assert _rows_by_key(rows)[("native", "1 GPU")][headers.index("vs native")] == "-"
 
 
+def test_the_shipped_model_is_measured_against_the_plain_mlp_of_the_same_trainer_and_width():
+    # Given the shipped model and the plain MLP at one width, for native and Lightning, and the plain MLP wider
+    results = [_result("native", 128, 1, 30e6), _result("lightning", 128, 1, 20e6),
+               _result("native", 128, 1, 18e6, model=SHIPPED_MODEL), _result("lightning", 128, 1, 15e6,
+                                                                                 model=SHIPPED_MODEL),
+               _result("native", 1024, 1, 9e6)]
+    headers, rows = analyse(results, matmul_tflops=800.0)
+    shipped = _rows_by_key(rows, SHIPPED_MODEL)
+    column = headers.index("vs plain MLP")
+    # Then each shipped row is its rate against the same trainer's plain MLP at the same width, never another width
+    assert _percent(shipped[("native", "1 GPU")][column]) == pytest.approx(18 / 30 - 1, abs=5e-4)
+    assert _percent(shipped[("lightning", "1 GPU")][column]) == pytest.approx(15 / 20 - 1, abs=5e-4)
+    assert {row[column] for row in rows if row[0] == PLAIN_MLP} == {"-"}
+    # And "vs native" compares within a model: Lightning's shipped row against native's shipped row
+    assert _percent(shipped[("lightning", "1 GPU")][headers.index("vs native")]) == pytest.approx(15 / 18 - 1,
+                                                                                                 abs=5e-4)
+
+
+def test_every_trainer_trains_the_plain_mlp_and_the_projects_trainers_also_the_shipped_model_at_its_width():
+    runs = model_runs(["native", "lightning", "naive-ddp"], "1024,4096", 128)
+    assert runs == [("native", PLAIN_MLP, "1024,4096"), ("lightning", PLAIN_MLP, "1024,4096"),
+                    ("naive-ddp", PLAIN_MLP, "1024,4096"), ("native", SHIPPED_MODEL, "128"),
+                    ("native", PLAIN_MLP, "128"), ("lightning", SHIPPED_MODEL, "128"), ("lightning", PLAIN_MLP, "128")]
+    # A shipped width already among the plain widths is not measured twice; 0 leaves the shipped model out
+    assert model_runs(["native"], "1024", 1024) == [("native", PLAIN_MLP, "1024"), ("native", SHIPPED_MODEL, "1024")]
+    assert model_runs(["native"], "1024", 0) == [("native", PLAIN_MLP, "1024")]
+
+
 # --- benchmarks.gpu_scaling: how each layout is launched ----------------------------------------------------------
 
 
@@ -137,13 +168,21 @@ def test_emulated_hosts_of_several_gpus_see_their_own_gpus_first_in_order():
 # --- benchmarks.timing ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("features", "width", "layers"), [(136, 64, 7), (10, 32, 3)])
-def test_flops_per_sample_counts_three_passes_of_two_flops_per_weight_of_the_real_model(features, width, layers):
-    # Given the benchmark's model built as nn.Sequential
-    model = dense_mlp(features, width, layers)
-    weights = sum(module.weight.numel() for module in model if isinstance(module, nn.Linear))
-    # Then a training step's FLOPs per sample are forward (2 per weight) plus backward (twice forward)
-    assert timing.dense_mlp_flops_per_sample(features, width, layers) == 3 * 2 * weights
+@pytest.mark.parametrize(("features", "width"), [(136, 64), (10, 32)])
+def test_flops_per_sample_counts_three_passes_of_two_flops_per_weight_of_the_real_models(features, width):
+    from ranker.model.mlp import RankingMLP
+
+    # Given the naive baselines' nn.Sequential and the project's plain MLP of the same shape
+    naive = dense_mlp(features, width)
+    naive_weights = sum(module.weight.numel() for module in naive if isinstance(module, nn.Linear))
+    plain = benchmark_model(PLAIN_MLP, width, features)
+    # Then a training step's FLOPs per sample are forward (2 per weight) plus backward (twice forward), alike for both
+    assert training_flops_per_sample(plain, features) == 3 * 2 * naive_weights
+    # And the shipped model's count adds its per-feature embeddings' weights to its dense layers'
+    shipped = benchmark_model(SHIPPED_MODEL, width, features)
+    weights = sum(parameter.numel() for name, parameter in RankingMLP(shipped).named_parameters()
+                  if name.endswith("weight") and parameter.dim() > 1)
+    assert training_flops_per_sample(shipped, features) == 3 * 2 * weights
 
 
 def test_step_windows_time_the_requested_windows_after_the_warm_up():

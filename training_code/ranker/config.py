@@ -144,6 +144,9 @@ class PathSwitches:
     """False: FusedDataParallel all-reduces and every rank runs the whole AdamW update (ranker.gpu.sharded_optimizer)."""
     allreduce_dtype: str = field(default="fp32", metadata=allowed(choices=("fp32", "bf16")))
     """`bf16`: DDP with its bf16 compression hook (halves the bytes sent, adds cast kernels) instead of fp32."""
+    fused_embedding: bool = True
+    """False: the per-feature embedding as PyTorch modules (ranker.model.embedding) instead of the Triton kernels
+    (ranker.gpu.fused_embedding)."""
 
     def __post_init__(self) -> None:
         # Benchmarks set these in code, so they are named as fields, not as flags.

@@ -8,7 +8,9 @@ The fast paths on top of it, each with what it needs:
 - fused bf16 layers (ranker.gpu.fused_linear): the float32-output GEMM, `torch.mm(..., out_dtype=)`;
 - FusedDataParallel (ranker.gpu.fused_data_parallel): the fused layers (their backward writes the gradients it reduces),
   several processes, NCCL, float32 gradients;
-- the sharded update (ranker.gpu.sharded_optimizer): FusedDataParallel.
+- the sharded update (ranker.gpu.sharded_optimizer): FusedDataParallel;
+- the fused per-feature embedding (ranker.gpu.fused_embedding, for models that have one): Triton 3.3 or later (the
+  first whose compiler takes the kernels' tuples of activations; compiled for sm_90 with 3.3 to 3.6).
 
 `RANKER_AS_TORCH=2.2` in the environment makes a newer torch choose as torch 2.2 would, so that a GPU machine with a
 newer torch can measure the path a torch 2.2 container takes.
@@ -17,6 +19,7 @@ newer torch can measure the path a torch 2.2 container takes.
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import inspect
 import os
 from collections.abc import Mapping
@@ -40,10 +43,13 @@ class Capabilities:
     """`torch.mm(a, b, out_dtype=torch.float32)` on bf16 operands (the `aten::mm.dtype` overload)."""
     device_bound_init: bool
     """`init_process_group(device_id=...)`: the NCCL communicator is made at start-up, bound to its GPU."""
+    triton_kernels: bool = False
+    """Triton, at MINIMUM_TRITON or later, beside this torch: the fused per-feature embedding's kernels compile."""
 
 
-# What torch 2.2.0 (the AWS DLC 2.2.0, CUDA 12.1) has, as probed with that torch.
-TORCH_2_2 = Capabilities("torch 2.2", float32_output_gemm=False, device_bound_init=False)
+MINIMUM_TRITON = (3, 3)
+# What torch 2.2.0 (the AWS DLC 2.2.0, CUDA 12.1, Triton 2.2) has, as probed with that torch.
+TORCH_2_2 = Capabilities("torch 2.2", float32_output_gemm=False, device_bound_init=False, triton_kernels=False)
 EMULATED = {"2.2": TORCH_2_2}
 
 
@@ -51,7 +57,18 @@ def probe() -> Capabilities:
     return Capabilities(
         f"torch {torch.__version__}",
         float32_output_gemm="dtype" in torch.ops.aten.mm.overloads(),
-        device_bound_init="device_id" in inspect.signature(dist.init_process_group).parameters)
+        device_bound_init="device_id" in inspect.signature(dist.init_process_group).parameters,
+        triton_kernels=triton_version() >= MINIMUM_TRITON)
+
+
+def triton_version() -> tuple[int, ...]:
+    """The installed Triton's `(major, minor)`, `(0,)` without one (CPU builds of torch come without it). Read from
+    the package's metadata: importing Triton itself takes seconds."""
+    try:
+        release = importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        return (0,)
+    return tuple(int(part) for part in release.split("+")[0].split(".")[:2] if part.isdigit())
 
 
 def as_older(actual: Capabilities, forced: str) -> Capabilities:
@@ -59,7 +76,8 @@ def as_older(actual: Capabilities, forced: str) -> Capabilities:
     older = EMULATED[forced]
     return Capabilities(f"{actual.source} as {older.source} ({FORCE_VARIABLE}={forced})",
                         float32_output_gemm=actual.float32_output_gemm and older.float32_output_gemm,
-                        device_bound_init=actual.device_bound_init and older.device_bound_init)
+                        device_bound_init=actual.device_bound_init and older.device_bound_init,
+                        triton_kernels=actual.triton_kernels and older.triton_kernels)
 
 
 def capabilities(env: Mapping[str, str] = os.environ) -> Capabilities:
@@ -85,6 +103,8 @@ class TrainingPath:
     fused_data_parallel: bool
     sharded_update: bool
     """Allowed: FusedDataParallel shards the update where the layers fill more than one gradient bucket."""
+    fused_embedding: bool
+    """Allowed: a model with per-feature embeddings runs them through ranker.gpu.fused_embedding's kernels."""
     bind_device: bool
     """Pass the GPU to `init_process_group` (not a fast path: what this torch allows)."""
     not_taken: tuple[tuple[str, str], ...]
@@ -100,6 +120,8 @@ class TrainingPath:
         parts = [self.layers, self.data_parallel, step]
         if self.sharded_update:
             parts.append("sharded update where the layers fill several buckets")
+        if self.fused_embedding:
+            parts.append("fused per-feature embeddings")
         return ", ".join(parts)
 
     def describe(self) -> str:
@@ -139,6 +161,10 @@ def choose(config: TrainConfig, device_type: str, world_size: int = 1, backend: 
     sharded_update = decide("sharded update", [
         (fused_data_parallel, "needs FusedDataParallel"),
         (switches.shard_optimizer, "switched off (shard_optimizer=False)")])
+    fused_embedding = decide("fused per-feature embeddings", [
+        (on_gpu, "CPU run"), (not config.compile, "--compile true (Inductor fuses instead)"),
+        (switches.fused_embedding, "switched off (fused_embedding=False)"),
+        (have.triton_kernels, f"no Triton {'.'.join(map(str, MINIMUM_TRITON))} or later beside {have.source}")])
 
     if world_size == 1:
         data_parallel = "one process"
@@ -150,7 +176,8 @@ def choose(config: TrainConfig, device_type: str, world_size: int = 1, backend: 
         layers = "autocast bf16 Linear + ReLU" if on_gpu and config.precision == "bf16" else "float32 Linear + ReLU"
         layers += " under torch.compile" if config.compile else ""
     return TrainingPath(fused_layers=fused_layers, cuda_graph=cuda_graph, fused_data_parallel=fused_data_parallel,
-                        sharded_update=sharded_update, bind_device=on_gpu and have.device_bound_init,
+                        sharded_update=sharded_update, fused_embedding=fused_embedding,
+                        bind_device=on_gpu and have.device_bound_init,
                         not_taken=tuple((name, why) for name, why in reasons.items() if why is not None),
                         capabilities=have, layers=layers, data_parallel=data_parallel)
 

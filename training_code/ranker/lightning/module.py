@@ -27,9 +27,10 @@ from ranker.training.checkpoint import refuse_other_shapes, shape_differences
 
 @dataclass(frozen=True)
 class TrainingWrapper:
-    """A data-parallel wrapper around `RankingModule.model` with a forward of its own (FusedDataParallel: the fused
-    layers, whose backward reduces the gradients). Held in this plain object, not as a child module, so that the
-    module's `state_dict` (what ModelCheckpoint saves and `ckpt_path` restores) keeps the plain model's keys."""
+    """`RankingModule.model` as the training step runs it: through the fused kernels ranker.gpu.fast_paths allows
+    (engine.with_fused_kernels), or inside FusedDataParallel (the fused layers, whose backward reduces the gradients).
+    Held in this plain object, not as a child module, so that the module's `state_dict` (what ModelCheckpoint saves and
+    `ckpt_path` restores) keeps the plain model's keys."""
 
     module: nn.Module
 
@@ -79,9 +80,21 @@ class RankingModule(L.LightningModule):
         if shape_differences(checkpoint["state_dict"], self):
             refuse_other_shapes(checkpoint["state_dict"], self, self.trainer.ckpt_path)
 
+    def configure_model(self) -> None:
+        """Lightning's hook for shaping the model before the strategy wraps it: the training step runs the fused
+        kernels this device's path takes, as the native loop's does (the strategy may then put FusedDataParallel
+        around the model instead, ranker.lightning.strategy). Validation and test score the plain model, as the native
+        loop's do."""
+        if self.train_config.compile:  # Inductor fuses instead
+            return
+        path = engine.training_path(self.train_config, self.trainer.strategy.root_device, self.trainer.world_size)
+        trained = engine.with_fused_kernels(self.model, path, self.train_config)
+        if trained is not self.model:
+            self.train_through(trained)
+
     def train_through(self, wrapper: nn.Module) -> None:
-        """Runs the training steps through `wrapper` (around `self.model`) and builds the optimizer for it; the
-        strategy calls this before `configure_optimizers` (ranker.lightning.strategy)."""
+        """Runs the training steps through `wrapper` (around `self.model`) and builds the optimizer for it; called
+        before `configure_optimizers` (by `configure_model`, and by the strategy, ranker.lightning.strategy)."""
         self.training_wrapper = TrainingWrapper(wrapper)
 
     @property

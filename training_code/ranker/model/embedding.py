@@ -8,7 +8,8 @@ ramps of every feature; units of its own per feature can shape that feature's st
 are worth on the search-like benchmark: docs/benchmarks.md, ranking quality.
 
 The layers are not `nn.Linear`s: those are the shared dense layers, which the fused GPU paths (ranker.gpu) run their
-own way; these train like any other parameter.
+own way. These modules are the embedding's reference and portable form (CPU runs, inference, exports, torch 2.2);
+where ranker.gpu.fast_paths allows, training runs the same parameters through ranker.gpu.fused_embedding's kernels.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from torch import nn
 
 
 class PerFeatureDense(nn.Module):
-    """`[..., features, inputs] -> [..., features, width]`: feature `f`'s inputs times its own `weight[f]`, plus
-    `bias[f]`."""
+    """`[features, documents, inputs] -> [features, documents, width]`: feature `f`'s inputs times its own
+    `weight[f]`, plus `bias[f]`, as one batched product over the features."""
 
     def __init__(self, num_features: int, inputs: int, width: int):
         super().__init__()
@@ -28,7 +29,7 @@ class PerFeatureDense(nn.Module):
         self.bias = nn.Parameter(torch.zeros(num_features, width))
 
     def forward(self, per_feature: torch.Tensor) -> torch.Tensor:
-        return torch.einsum("...fi,fiw->...fw", per_feature, self.weight) + self.bias
+        return torch.baddbmm(self.bias.unsqueeze(1), per_feature, self.weight)
 
 
 class FeatureEmbedding(nn.Module):
@@ -48,4 +49,9 @@ class FeatureEmbedding(nn.Module):
         self.layers = nn.Sequential(*stack)
 
     def forward(self, encoded: torch.Tensor) -> torch.Tensor:
-        return self.layers(encoded.unflatten(-1, (self.num_features, self.inputs_per_feature))).flatten(-2)
+        # Features first through the whole stack: each layer is then one batched product, with no copies between
+        # layers (docs/benchmarks.md, the per-feature embedding: several times faster on a CPU than an einsum per
+        # layer over the documents-first layout).
+        per_feature = encoded.unflatten(-1, (self.num_features, self.inputs_per_feature))
+        embedded = self.layers(per_feature.flatten(0, -3).transpose(0, 1)).transpose(0, 1).flatten(1)
+        return embedded.unflatten(0, per_feature.shape[:-2])

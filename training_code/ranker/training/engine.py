@@ -25,6 +25,7 @@ from ranker.gpu import fast_paths
 from ranker.gpu.captured_step import CapturedStep, use_capture_stream
 from ranker.gpu.fast_paths import TrainingPath
 from ranker.gpu.fused_data_parallel import FusedDataParallel
+from ranker.gpu.fused_embedding import FusedEmbedding, fusable
 from ranker.gpu.fused_linear import FusedLayers
 from ranker.gpu.sharded_optimizer import ShardedAdamW
 from ranker.model.encoding import PiecewiseLinearEncoding
@@ -55,17 +56,18 @@ def training_path(config: TrainConfig, device: torch.device, world_size: int) ->
 
 def wrap_for_training(model: nn.Module, device: torch.device, world_size: int, config: TrainConfig) -> nn.Module:
     """The model as every loop's step runs it (train_ddp.py, the Lightning module, the benchmark harness), on the
-    path ranker.gpu.fast_paths chose: FusedDataParallel around it, or run through `torch.compile` (`--compile true`) or
-    the fused bf16 layers, then wrapped in DDP across ranks. DDP writes gradients straight into its all-reduce
+    path ranker.gpu.fast_paths chose: its per-feature embeddings through the fused kernels, then FusedDataParallel
+    around it, or run through `torch.compile` (`--compile true`) or the fused bf16 layers, then wrapped in DDP across
+    ranks. DDP writes gradients straight into its all-reduce
     buckets and is told the graph is static (the MLP uses every parameter every step), so it overlaps communication
     with the backward pass."""
     path = training_path(config, device, world_size)
-    if path.fused_data_parallel:
-        return FusedDataParallel(model, shard_optimizer=path.sharded_update)
+    if path.fused_data_parallel:  # it runs the dense layers itself
+        return FusedDataParallel(with_fused_embedding(model, path, config), shard_optimizer=path.sharded_update)
     if config.compile:
         model = torch.compile(model)
-    elif path.fused_layers:
-        model = FusedLayers(model)
+    else:
+        model = with_fused_kernels(model, path, config)
     if world_size == 1:
         return model
     wrapped = DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None,
@@ -74,6 +76,18 @@ def wrap_for_training(model: nn.Module, device: torch.device, world_size: int, c
     if comm_hook is not None:
         wrapped.register_comm_hook(None, comm_hook)
     return wrapped
+
+
+def with_fused_embedding(model: nn.Module, path: TrainingPath, config: TrainConfig) -> nn.Module:
+    """`model` with its per-feature embeddings run by the fused kernels where `path` allows and it has them."""
+    return FusedEmbedding(model, config.precision) if path.fused_embedding and fusable(model) else model
+
+
+def with_fused_kernels(model: nn.Module, path: TrainingPath, config: TrainConfig) -> nn.Module:
+    """`model` run through the fused kernels `path` takes (the per-feature embedding's, the dense layers'), and no
+    data parallelism: what one process's step runs, and what DDP (the native loop's or Lightning's) wraps."""
+    model = with_fused_embedding(model, path, config)
+    return FusedLayers(model) if path.fused_layers else model
 
 
 def ddp_comm_hook(device: torch.device, allreduce_dtype: str) -> Callable | None:
