@@ -1,6 +1,7 @@
 """What a job's processes get from its request in local mode: the job's `Environment` in every process, whatever
 launched it, and a `ShardedByS3Key` training channel dealt out across the hosts (each object on exactly one host)
-while the other channels reach every host; a script learns which from sagemaker_distributed, as in the cloud.
+while the other channels reach every host; a script learns which from sagemaker_distributed, as in the cloud. Last,
+the same from a dataset's manifest.json through the whole pipeline (trigger included).
 
 The entry point (scripts/record_job_view.py) is bundled with sagemaker_distributed beside it, as the stack bundles
 any source folder, and records what each process saw in its host's model folder.
@@ -17,6 +18,7 @@ import pytest
 
 from local_mode.job_runner import RunnerSettings
 from local_mode.local_clients import local_account_id, local_client
+from local_mode.pipeline import LocalPipeline
 from local_mode.sagemaker_endpoint import LocalSageMaker
 from local_mode.training_job_service import TrainingJobService
 from stacks.source_bundle import pack_members
@@ -116,3 +118,38 @@ def test_a_sharded_train_channel_gives_each_host_its_own_half_and_tells_the_scri
     # And the script, on either host, learned from sagemaker_distributed which channel is sharded
     assert {json.dumps(record["distributions"]) for record in by_host.values()} == {
         json.dumps({"train": "ShardedByS3Key", "validation": "FullyReplicated"})}
+
+
+@pytest.fixture(scope="module")
+def recording_pipeline(moto, tmp_path_factory) -> Iterator[LocalPipeline]:
+    """The stacks synthesized for scripts/ as a source folder of its own (`-c source_dir=... -c
+    entry_point=record_job_view.py`, sagemaker_distributed bundled beside it), two processes on each host."""
+    context = {"framework_version": "2.2.0", "source_dir": str(SCRIPTS), "entry_point": "record_job_view.py",
+               "metric_definitions": "[]"}
+    with LocalPipeline(jobs_dir=tmp_path_factory.mktemp("recording-jobs"), processes_per_host=PROCESSES_PER_HOST,
+                       stop_grace_seconds=5, moto=moto, context=context) as pipeline:
+        yield pipeline
+
+
+def test_a_manifests_environment_and_sharding_reach_every_process_through_the_pipeline(recording_pipeline,
+                                                                                       tmp_path):
+    # Given a dataset version of four training files whose manifest asks for NCCL_DEBUG and a sharded train channel
+    for index in range(4):
+        (tmp_path / "train").mkdir(exist_ok=True)
+        (tmp_path / "train" / f"part-{index}.txt").write_text("1 qid:1 1:0.5\n")
+    manifest = {"training": {"distribution": "torch_distributed", "instance_type": "ml.g5.12xlarge",
+                             "instance_count": 2, "train_data_distribution": "ShardedByS3Key",
+                             "environment": {"NCCL_DEBUG": "INFO"}}}
+    marker = recording_pipeline.upload_channels({"train": tmp_path / "train"}, dataset="recorded", version="v1",
+                                                manifest=manifest)
+    # When its marker's event reaches the trigger and the job runs
+    result = recording_pipeline.deliver(marker)
+    assert result["status"] == "started", result
+    description = recording_pipeline.wait(result["job_name"])
+    assert description["TrainingJobStatus"] == "Completed", description.get("FailureReason")
+    # Then all four processes saw NCCL_DEBUG, and each host's script learned that it holds two of the four files
+    seen = records(recording_pipeline.jobs_dir, result["job_name"])
+    assert len(seen) == 2 * PROCESSES_PER_HOST
+    assert {record["environment"]["NCCL_DEBUG"] for record in seen} == {"INFO"}
+    assert {record["distributions"]["train"] for record in seen} == {"ShardedByS3Key"}
+    assert sorted(len(record["train_files"]) for record in seen) == [2] * len(seen)
