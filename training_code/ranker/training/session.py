@@ -17,9 +17,9 @@ from sagemaker_distributed.failure import failure_reported
 
 from ranker.config import ConfigError, DataConfig, ModelConfig, RunConfig, parse_config
 from ranker.data import channels as ranking_data
-from ranker.data.ranking_data import RankingData
 from ranker.data import sharded_channel, shards
 from ranker.data.batches import DeviceQueries, EpochBatches, OwnQueryBatches, QueryBatches
+from ranker.data.ranking_data import RankingData
 from ranker.gpu import fast_paths
 from ranker.model import export, portable
 from ranker.model.encoding import FIT_ROWS
