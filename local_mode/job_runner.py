@@ -147,7 +147,8 @@ def _run(job: TrainingJob, s3: Any, settings: RunnerSettings, on_log_line: LogSi
 
 def _prepare_host(request: dict[str, Any], s3: Any, folder: HostFolder, host: str, hosts: list[str],
                   framework: dict[str, Any]) -> dict[str, str]:
-    """Write the config, stage channels and code into `folder`; returns the host's process environment."""
+    """Write the config, stage channels and code into `folder`; returns the host's process environment: the job's
+    `Environment`, under what the toolkit sets (SM_*, ...), as in the container."""
     instance_type = request["ResourceConfig"]["InstanceType"]
     channels = request.get("InputDataConfig", [])
     input_data = input_data_config(channels, request["AlgorithmSpecification"].get("TrainingInputMode", "File"))

@@ -59,9 +59,10 @@ def plan_launches(*, launcher: str, host_environments: dict[str, dict[str, str]]
     script = [entry_point, *user_args]
     launches = []
     for node_rank, host in enumerate(hosts):
-        env = {**host_environments[host], "MASTER_ADDR": LOOPBACK, "MASTER_PORT": str(master_port),
-               "OMP_NUM_THREADS": threads_per_process(world_size if launcher != SINGLE else 1),
-               "PYTHONUNBUFFERED": "1"}
+        # Local defaults first: the job's own environment (in the host's) may set them, as it may in the cloud.
+        env = {"OMP_NUM_THREADS": threads_per_process(world_size if launcher != SINGLE else 1),
+               "PYTHONUNBUFFERED": "1", **host_environments[host], "MASTER_ADDR": LOOPBACK,
+               "MASTER_PORT": str(master_port)}
         if launcher == TORCHRUN:
             argv = [python, "-m", "torch.distributed.run", "--nnodes", str(len(hosts)),
                     "--nproc_per_node", str(processes_per_host), "--node_rank", str(node_rank),

@@ -32,7 +32,10 @@ def list_keys(s3: Any, uri: str) -> list[str]:
 def download_prefix(s3: Any, uri: str, destination: Path, shard: tuple[int, int] = (0, 1)) -> int:
     """Copy the objects under `uri` into `destination` keeping their paths below the prefix; returns the count.
 
-    `shard=(i, n)` keeps every n-th object starting at i, as ShardedByS3Key gives host i its share.
+    `shard=(i, n)` is host i's share of n under ShardedByS3Key. SageMaker documents only that each of n instances
+    gets about 1/n of the objects (API_S3DataSource, S3DataDistributionType), not which ones: local mode deals the
+    keys, in S3's listing order, round-robin (host i gets objects i, i + n, ...), so every object lands on exactly one
+    host and the shares differ by at most one object.
     """
     bucket, prefix = split_s3_uri(uri)
     index, count = shard

@@ -9,12 +9,14 @@ preflight also reads; left unset, framework_version, python_version and instance
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+import botocore.session
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from stacks.model_metrics import model_quality_metrics, project_metric_names
@@ -22,6 +24,7 @@ from stacks.source_layout import SourceLayoutError, bundle_members, project_path
 from stacks.training_code_modules import TRAINING_CODE_DIR, training_code_module
 
 profiles = training_code_module("sagemaker_distributed/container_profiles.py")
+job_environment = training_code_module("sagemaker_distributed/job_environment.py")
 
 # SageMaker's managed spot and warm pools cap a job at 28 days.
 _MAX_JOB_SECONDS = 28 * 24 * 3600
@@ -117,6 +120,18 @@ class PipelineConfig(BaseModel):
                     "`sagemaker_*` keys; JSON with `-c`); none by default, so the entry point's own defaults hold "
                     "(the ranker's flags are listed in docs/training.md) and a script of your own gets no "
                     "flags it does not define")
+    default_environment: dict[str, str] = Field(
+        default_factory=dict,
+        description="environment variables of every process of every job (CreateTrainingJob's `Environment`, SDK "
+                    "v2's `PyTorch(environment=...)`), under a manifest's and a manual payload's `environment`, "
+                    "e.g. `{\"NCCL_DEBUG\": \"INFO\"}` (JSON with `-c`); checked against SageMaker's limits and "
+                    "refused for names the platform sets itself (docs/trigger.md, Environment)")
+    train_data_distribution: str = Field(
+        default="FullyReplicated",
+        description="how SageMaker spreads the `train` channel's objects over a job's instances: `FullyReplicated` "
+                    "(every instance downloads all of them) or `ShardedByS3Key` (each about 1/N of them, for "
+                    "datasets too large to copy to every instance; docs/large-datasets.md); `validation` and `test` "
+                    "are always replicated; a manifest.json or manual payload may choose per job")
     image_source: Literal["dlc", "custom"] = Field(
         description="`dlc`: the AWS PyTorch DLC, resolved offline at synthesis; `custom`: the project's ECR image")
     custom_image_tag: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$",
@@ -243,7 +258,16 @@ class PipelineConfig(BaseModel):
     def _split_dependencies(cls, value: Any) -> Any:
         return _split_csv(value)
 
-    @field_validator("default_hyperparameters", "metric_definitions", "registration_threshold", mode="before")
+    @field_validator("train_data_distribution")
+    @classmethod
+    def _known_data_distribution(cls, value: str) -> str:
+        allowed = sagemaker_model().shape_for("S3DataDistribution").enum
+        if value not in allowed:
+            raise ValueError(f"use one of {list(allowed)}")
+        return value
+
+    @field_validator("default_hyperparameters", "default_environment", "metric_definitions", "registration_threshold",
+                     mode="before")
     @classmethod
     def _parse_json(cls, value: Any) -> Any:
         """`-c default_hyperparameters='{"epochs": 3}'` (or any object- or list-valued key) arrives as a JSON string."""
@@ -310,6 +334,12 @@ class PipelineConfig(BaseModel):
             quality = self.model_quality_metrics
             _require(self.registration_threshold.metric in quality, "registration_threshold.metric",
                      self.registration_threshold.metric, f"one of the jobs' model metrics {list(quality)}")
+        # The names and limits the trigger checks every job against, for the distribution default jobs run.
+        environment_errors = job_environment.environment_errors(
+            self.default_environment, "default_environment", distribution=self.distribution,
+            limits=job_environment.create_training_job_limits(sagemaker_model()))
+        if environment_errors:
+            raise ValueError("; ".join(environment_errors))
         container_errors = profiles.framework_errors(self.framework_version, self.python_version)
         container_errors += profiles.distribution_errors(
             distribution=self.distribution, instance_type=self.instance_type,
@@ -358,6 +388,12 @@ class PipelineConfig(BaseModel):
     @property
     def is_production(self) -> bool:
         return self.env_name == "prod"
+
+
+@functools.cache
+def sagemaker_model() -> Any:
+    """botocore's SageMaker API model, read offline: the limits CreateTrainingJob documents."""
+    return botocore.session.get_session().get_service_model("sagemaker")
 
 
 def build_config(*, env_name: str, defaults: Mapping[str, Any], environments: Mapping[str, Mapping[str, Any]],

@@ -68,6 +68,8 @@ def trigger_static_settings(config: PipelineConfig, *, bundle_files: Iterable[st
         "max_runtime_ceiling_seconds": config.max_runtime_ceiling_seconds,
         "extra_data_buckets": list(config.extra_data_buckets),
         "default_hyperparameters": dict(sorted(config.default_hyperparameters.items())),
+        "default_environment": dict(sorted(config.default_environment.items())),
+        "train_data_distribution": config.train_data_distribution,
         "input_mode": config.input_mode,
         "volume_size_gb": config.volume_size_gb,
         "max_runtime_seconds": config.max_runtime_seconds,

@@ -46,7 +46,7 @@ from ranker.log_format import format_metrics
 from ranker.training.checkpoint import seed_everything
 from ranker.training import engine
 from ranker.training.selection import SELECTION_METRIC, exported_weights_note
-from ranker.training.session import encoding_rows, model_config_for, write_artifacts
+from ranker.training.session import agree_on_splits, load_splits, model_config_for, write_artifacts
 from sagemaker_distributed import Topology
 from sagemaker_distributed.failure import failure_reported
 from sagemaker_distributed.lightning import SpotInterruptionCheckpoint, quiet_lightning_console
@@ -117,10 +117,16 @@ def train(config: RunConfig) -> None:
     quiet_lightning_console()
     topology = distributed.detect_topology()
     seed_everything(config.train.seed, topology.rank)  # each rank its own dropout masks; DDP starts from rank 0's weights
-    datamodule = RankingDataModule.from_config(config, topology.local_world_size)
-    module = RankingModule(model_config_for(config, datamodule.num_features), config.train)
+    # Read before CUDA is initialised, as the native loop does (ranker.training.session.start_session).
+    splits = load_splits(config, topology)
+    # Joined here rather than by the strategy, which finds the group and uses it: on a sharded training channel the
+    # ranks agree on the data before the model exists.
+    distributed.init_process_group(config.train.backend, topology=topology)
+    data = agree_on_splits(splits, config, topology)
+    datamodule = RankingDataModule.from_training_data(data, config)
+    module = RankingModule(model_config_for(config, data.num_features), config.train)
     # A resumed run loads the fitted encoding with the rest of the weights.
-    engine.fit_encoding(module.model, encoding_rows(config, datamodule.train_data), config.train.seed)
+    engine.fit_encoding(module.model, data.encoding_rows, config.train.seed)
     metric_lines, best = MetricLines(config.train.log_every), best_checkpoint(config)
     trainer = build_trainer(config, topology, build_callbacks(config, metric_lines, best), build_loggers(config))
     trainer.fit(torch.compile(module) if config.train.compile else module, datamodule=datamodule,

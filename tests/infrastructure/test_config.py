@@ -58,6 +58,13 @@ def test_cdk_json_defaults_are_valid_for_every_named_environment() -> None:
     ({"distribution": "torch_distributed", "instance_type": "ml.c5.xlarge"}, ["instance_type", "ml.c5.xlarge", "GPU"]),
     ({"distribution": "pytorchddp", "framework_version": "2.3.0"}, ["distribution", "pytorchddp", "2.2.0"]),
     ({"unknown_key": 1}, ["unknown_key"]),
+    # The job's environment, against CreateTrainingJob's limits and the names the platform owns (job_environment.py)
+    ({"default_environment": {"SM_HOSTS": "[]"}}, ["default_environment.SM_HOSTS", "SageMaker training toolkit"]),
+    ({"default_environment": '{"NCCL_PROTO": "LL"}'}, ["default_environment.NCCL_PROTO", "torchrun launcher"]),
+    ({"default_environment": {"9LIVES": "1"}}, ["default_environment", "'9LIVES'", "variable name"]),
+    ({"default_environment": {"NCCL_DEBUG": 3}}, ["default_environment.NCCL_DEBUG", "3", "valid string"]),
+    ({"default_environment": {"LOG": "x" * 600}}, ["default_environment.LOG", "600 characters", "512"]),
+    ({"train_data_distribution": "Sharded"}, ["train_data_distribution", "Sharded", "ShardedByS3Key"]),
     ({"registration_threshold": {"metric": "epoch", "minimum": 3}},
      ["registration_threshold.metric", "epoch", "test_ndcg@10"]),
     ({"registration_threshold": {"metric": "test_ndcg@10", "minimum": 0.5},
@@ -73,6 +80,19 @@ def test_bad_value_is_refused_naming_key_value_and_allowed(overrides: dict, name
         config_for("dev", **overrides)
     for text in named:
         assert text in str(error.value)
+
+
+def test_a_job_environment_and_sharding_from_the_command_line_reach_the_trigger_settings() -> None:
+    # Given `-c default_environment='{"NCCL_DEBUG": "INFO"}' -c train_data_distribution=ShardedByS3Key`
+    from stacks.trigger_environment import trigger_static_settings
+
+    config = config_from_context(App(context={**CDK_CONTEXT, "default_environment": '{"NCCL_DEBUG": "INFO"}',
+                                              "train_data_distribution": "ShardedByS3Key"}))
+    # When synthesis writes the trigger's settings file
+    static = trigger_static_settings(config, bundle_files=["train_lightning.py"])
+    # Then every job gets them as its defaults
+    assert static["default_environment"] == {"NCCL_DEBUG": "INFO"}
+    assert static["train_data_distribution"] == "ShardedByS3Key"
 
 
 def test_unknown_environment_names_the_known_ones() -> None:

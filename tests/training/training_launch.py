@@ -63,3 +63,24 @@ def run_script(script: str, args: list[str], nproc: int = 1, timeout: int = 180)
                             timeout=timeout, cwd=TRAINING_CODE)
     assert result.returncode == 0, f"{script} x{nproc} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
+
+
+def run_hosts(script: str, host_args: list[list[str]], nproc_per_host: int = 1, timeout: int = 300,
+              **env: str) -> list[subprocess.CompletedProcess]:
+    """One torchrun per host, as SageMaker's toolkit starts them (`--nnodes N --node-rank i`), all on this machine:
+    host `i` runs `script` with `host_args[i]` and a host-local cache folder of its own."""
+    port = str(free_port())
+    processes = [subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(len(host_args)), "--nproc-per-node",
+         str(nproc_per_host), "--node-rank", str(node_rank), "--master-addr", "127.0.0.1", "--master-port", port,
+         str(TRAINING_CODE / script), *args],
+        env=script_env(**env, RANKER_CACHE_DIR=str(Path(args[args.index("--output-data-dir") + 1]) / "cache")),
+        cwd=TRAINING_CODE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for node_rank, args in enumerate(host_args)]
+    results = []
+    for process in processes:
+        stdout, stderr = process.communicate(timeout=timeout)
+        results.append(subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr))
+    assert all(result.returncode == 0 for result in results), "\n".join(
+        f"host {index}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}" for index, result in enumerate(results))
+    return results

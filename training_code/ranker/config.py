@@ -129,6 +129,10 @@ class DataConfig:
     loader_threads: int = field(default=4, metadata=allowed(minimum=1))
     """Threads filling streamed batches on each process, in parallel: one thread cannot keep a GPU busy at width
     1024 (docs/benchmarks.md, data pipeline)."""
+    train_sharded: bool = field(default=False, metadata={"flag": False})
+    """This host holds only its own share of the training channel (SageMaker's `ShardedByS3Key`, which the job's
+    input data config says: sagemaker_distributed.paths): its ranks split that share, and all ranks agree on what is
+    fitted on the training data (ranker.data.sharded_channel). Not a flag: the channel decides."""
 
 
 @dataclass(frozen=True)
@@ -325,7 +329,8 @@ def _default_text(config_field: dataclasses.Field) -> str:
 
 
 def environment_defaults(env: Mapping[str, str]) -> dict[str, object]:
-    """Channels and directories from SageMaker's environment (sagemaker_distributed.paths); the checkpoint folder
+    """Channels (and whether the training channel is sharded) and directories from SageMaker's environment
+    (sagemaker_distributed.paths); the checkpoint folder
     follows the output data folder outside a job, so it is resolved after the flags (see parse_config)."""
     defaults: dict[str, object] = {"paths.model_dir": sagemaker_paths.model_dir(env),
                                    "paths.output_data_dir": sagemaker_paths.output_data_dir(env),
@@ -334,6 +339,7 @@ def environment_defaults(env: Mapping[str, str]) -> dict[str, object]:
         folder = sagemaker_paths.channel(channel, env)
         if folder is not None:
             defaults[f"data.{channel}"] = folder
+    defaults["data.train_sharded"] = sagemaker_paths.channel_is_sharded("train", env)
     return defaults
 
 

@@ -1,4 +1,4 @@
-"""Where a training script reads and writes, inside a SageMaker job and outside one.
+"""Where a training script reads and writes, inside a SageMaker job and outside one, and what SageMaker put there.
 
 Inside a job the training toolkit sets `SM_*` variables for every folder SageMaker uploads or syncs; outside one
 (a laptop, CI, a plain `torchrun`) every default is a folder of this run's own, so two runs never share state by
@@ -13,6 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 SAGEMAKER_BASE_DIR = Path("/opt/ml")
+# A channel's S3DataDistributionType, as SageMaker writes it into inputdataconfig.json (`S3DistributionType`).
+FULLY_REPLICATED = "FullyReplicated"
+SHARDED_BY_S3_KEY = "ShardedByS3Key"
 
 
 def in_training_job(env: Mapping[str, str] = os.environ) -> bool:
@@ -69,3 +72,25 @@ def channel(name: str, env: Mapping[str, str] = os.environ) -> Path | None:
 def hyperparameters(env: Mapping[str, str] = os.environ) -> dict[str, object]:
     """The job's hyperparameters as SageMaker passed them (`SM_HPS`, JSON); the script also gets them as flags."""
     return json.loads(env.get("SM_HPS") or "{}")
+
+
+def input_data_config(env: Mapping[str, str] = os.environ) -> dict[str, dict[str, object]]:
+    """Each channel's settings as SageMaker wrote them before the job started (`TrainingInputMode`,
+    `S3DistributionType`, ...): `$SM_INPUT_DATA_CONFIG`, which the toolkit copies from
+    `/opt/ml/input/config/inputdataconfig.json`, else that file itself; {} outside a job."""
+    if env.get("SM_INPUT_DATA_CONFIG"):
+        return json.loads(env["SM_INPUT_DATA_CONFIG"])
+    written = base_dir(env) / "input" / "config" / "inputdataconfig.json"
+    return json.loads(written.read_text()) if written.is_file() else {}
+
+
+def channel_distribution(name: str, env: Mapping[str, str] = os.environ) -> str:
+    """How SageMaker spread channel `name`'s objects over the job's hosts: `ShardedByS3Key` (this host holds its own
+    share, about 1/N of the objects, and no other host holds those) or `FullyReplicated` (every host holds all of
+    them; also outside a job, and for a channel the job does not have)."""
+    return str(input_data_config(env).get(name, {}).get("S3DistributionType", FULLY_REPLICATED))
+
+
+def channel_is_sharded(name: str, env: Mapping[str, str] = os.environ) -> bool:
+    """Whether this host holds only its own share of channel `name` (`ShardedByS3Key`)."""
+    return channel_distribution(name, env) == SHARDED_BY_S3_KEY

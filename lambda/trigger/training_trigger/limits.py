@@ -16,6 +16,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from training_trigger.aws_clients import sagemaker_client
+from training_trigger.job_environment import EnvironmentLimits, create_training_job_limits
 
 # Tagging rules (AWS General Reference, "Tag naming limits and requirements"; CreateTrainingJob `Tags`).
 MAX_TAGS = 50
@@ -118,6 +119,18 @@ def hyperparameter_key_errors(key: str, where: str) -> list[str]:
 def known_instance_types() -> tuple[str, ...]:
     """The training instance types of the SageMaker API model that this runtime's botocore carries."""
     return tuple(sagemaker_client().meta.service_model.shape_for("TrainingInstanceType").enum)
+
+
+@functools.cache
+def s3_data_distributions() -> tuple[str, ...]:
+    """How an S3 channel's objects may be spread over the instances (`FullyReplicated`, `ShardedByS3Key`)."""
+    return tuple(sagemaker_client().meta.service_model.shape_for("S3DataDistribution").enum)
+
+
+@functools.cache
+def training_environment_limits() -> EnvironmentLimits:
+    """CreateTrainingJob's limits on a job's `Environment`, from the API model this runtime's botocore carries."""
+    return create_training_job_limits(sagemaker_client().meta.service_model)
 
 
 def instance_type_errors(instance_type: Any, where: str) -> list[str]:

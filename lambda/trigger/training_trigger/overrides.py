@@ -11,7 +11,14 @@ from typing import Any
 
 from training_trigger.errors import InvalidInput
 from training_trigger.container_profiles import DISTRIBUTIONS
-from training_trigger.limits import ceiling_errors, hyperparameter_key_errors, instance_type_errors, tag_errors
+from training_trigger.job_environment import environment_type_errors
+from training_trigger.limits import (
+    ceiling_errors,
+    hyperparameter_key_errors,
+    instance_type_errors,
+    s3_data_distributions,
+    tag_errors,
+)
 from training_trigger.settings import Settings
 
 HyperparameterValue = str | int | float | bool
@@ -20,7 +27,7 @@ RESERVED_HYPERPARAMETER_PREFIX = "sagemaker_"
 # The tags the trigger adds to every job it starts (provenance), which overrides may neither repeat nor crowd out.
 TRIGGER_TAG_KEYS = ("trigger-source", "dataset", "dataset-version", "marker-etag")
 OVERRIDE_FIELDS = ("entry_point", "distribution", "instance_type", "instance_count", "hyperparameters", "spot",
-                   "max_runtime", "tags", "tensorboard")
+                   "max_runtime", "tags", "tensorboard", "environment", "train_data_distribution")
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,14 @@ class JobOverrides:
     tensorboard: bool | None = None
     """Upload the job's TensorBoard logs while it runs (SageMaker's `TensorBoardOutputConfig`, to `tensorboard/`
     beside the job's model artifacts); default: the stack's `tensorboard` setting (off)."""
+    environment: Mapping[str, str] = field(default_factory=dict)
+    """Environment variables of every process of the job, strings by name (e.g. `{"NCCL_DEBUG": "INFO"}`), merged
+    key by key over the stack's `default_environment`; names the platform sets itself (`SM_*`, `SAGEMAKER_*`, the
+    launchers' ranks, ...) are refused, with the reason (docs/trigger.md, Environment)."""
+    train_data_distribution: str | None = None
+    """How SageMaker spreads the `train` channel's objects over the instances: `FullyReplicated` (every instance
+    downloads all of them) or `ShardedByS3Key` (each instance about 1/N of the objects); `validation` and `test`
+    are always replicated; default: the stack's `train_data_distribution`."""
 
     def then(self, later: JobOverrides) -> JobOverrides:
         """These overrides with `later`'s on top (hyperparameters and tags merge key by key)."""
@@ -67,6 +82,8 @@ class JobOverrides:
             max_runtime=pick("max_runtime"),
             tags={**self.tags, **later.tags},
             tensorboard=pick("tensorboard"),
+            environment={**self.environment, **later.environment},
+            train_data_distribution=pick("train_data_distribution"),
         )
 
 
@@ -138,6 +155,9 @@ def parse_overrides(payload: Mapping[str, Any], where: str, settings: Settings) 
         errors.append(f"{where}.tags={tags!r} is not an object of strings: e.g. {{\"team\": \"search\"}}")
     else:
         errors += tag_errors(tags, f"{where}.tags", reserved_keys=TRIGGER_TAG_KEYS, others=len(TRIGGER_TAG_KEYS))
+    # Names and limits are checked on the merged environment, for the distribution the job runs (preflight).
+    environment = payload.get("environment", {})
+    errors += environment_type_errors(environment, f"{where}.environment")
     overrides = JobOverrides(
         entry_point=bundled_file("entry_point"),
         distribution=choice("distribution", DISTRIBUTIONS),
@@ -148,6 +168,8 @@ def parse_overrides(payload: Mapping[str, Any], where: str, settings: Settings) 
         max_runtime=positive_int("max_runtime"),
         tags=dict(tags) if isinstance(tags, Mapping) else {},
         tensorboard=boolean("tensorboard"),
+        environment=dict(environment) if isinstance(environment, Mapping) else {},
+        train_data_distribution=choice("train_data_distribution", s3_data_distributions()),
     )
     if errors:
         raise InvalidInput(errors)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Protocol
 
 from training_trigger.datasets import DatasetVersion
@@ -28,6 +28,8 @@ from training_trigger.overrides import (
 from training_trigger.settings import Settings
 
 MANIFEST_OVERRIDES_KEY = "training"
+TRAIN_CHANNEL = "train"
+FULLY_REPLICATED = "FullyReplicated"  # SageMaker's default S3DataDistributionType: every host gets every object
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,10 @@ class TrainingJobSpec:
     dry_run: bool = False
     tensorboard: bool = False
     """Upload the TensorBoard logs the scripts write to /opt/ml/output/tensorboard (TensorBoardOutputConfig)."""
+    environment: Mapping[str, str] = field(default_factory=dict)
+    """The job's environment variables (CreateTrainingJob's `Environment`)."""
+    train_data_distribution: str = FULLY_REPLICATED
+    """The `train` channel's S3DataDistributionType; every other channel is replicated."""
 
 
 class Catalog(Protocol):
@@ -66,6 +72,7 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
         instance_type=settings.default_instance_type, instance_count=settings.default_instance_count,
         hyperparameters=dict(settings.default_hyperparameters), spot=settings.use_spot,
         max_runtime=settings.max_runtime_seconds, tensorboard=settings.tensorboard,
+        environment=dict(settings.default_environment), train_data_distribution=settings.train_data_distribution,
     )
     overrides = defaults.then(_manifest_overrides(found, catalog, settings)).then(request.overrides)
     errors = check_hyperparameters(overrides.hyperparameters, "hyperparameters")
@@ -85,7 +92,8 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
         distribution=overrides.distribution, instance_type=overrides.instance_type,
         instance_count=overrides.instance_count, hyperparameters=overrides.hyperparameters, spot=overrides.spot,
         max_runtime=overrides.max_runtime, tags={**overrides.tags, **_provenance_tags(request, found)},
-        dry_run=request.dry_run, tensorboard=bool(overrides.tensorboard),
+        dry_run=request.dry_run, tensorboard=bool(overrides.tensorboard), environment=overrides.environment,
+        train_data_distribution=overrides.train_data_distribution,
     )
 
 

@@ -15,26 +15,29 @@ from training_trigger import container_profiles
 from training_trigger.aws_clients import sagemaker_client
 from training_trigger.instances import accelerators
 from training_trigger.job_names import job_name_errors
+from training_trigger.job_environment import environment_errors
 from training_trigger.limits import (
     MAX_HYPERPARAMETER_VALUE_LENGTH,
     MAX_HYPERPARAMETERS,
     member,
     service_limit_errors,
     tag_errors,
+    training_environment_limits,
 )
-from training_trigger.planning import TrainingJobSpec
+from training_trigger.planning import TRAIN_CHANNEL, TrainingJobSpec
 from training_trigger.settings import Settings
 
 # Request members whose limits _naming_errors checks with the user's field names.
-_NAMED_MEMBERS = ("HyperParameters", "Tags")
+_NAMED_MEMBERS = ("HyperParameters", "Tags", "Environment")
 MAX_KEEP_ALIVE_SECONDS = 3600
 MAX_RETRY_ATTEMPTS = 30
-REQUIRED_CHANNEL = "train"
 
 
 def preflight_errors(request: dict[str, Any], spec: TrainingJobSpec, settings: Settings) -> list[str]:
     return (service_model_errors(request) + service_limit_errors(request, skip=_NAMED_MEMBERS)
-            + _naming_errors(request, settings) + _distribution_errors(spec, settings) + _resource_errors(spec, settings))
+            + _naming_errors(request, settings) + _distribution_errors(spec, settings) + _resource_errors(spec, settings)
+            + environment_errors(request.get("Environment", {}), "environment", distribution=spec.distribution,
+                                 limits=training_environment_limits()))
 
 
 def service_model_errors(request: dict[str, Any]) -> list[str]:
@@ -59,9 +62,9 @@ def _naming_errors(request: dict[str, Any], settings: Settings) -> list[str]:
     # With the trigger's own tags, whose values come from dataset folder names.
     errors += tag_errors({tag["Key"]: tag["Value"] for tag in request["Tags"]}, "tags")
     channels = [channel["ChannelName"] for channel in request["InputDataConfig"]]
-    if REQUIRED_CHANNEL not in channels:
-        errors.append(f"channels: {channels} has no {REQUIRED_CHANNEL!r} channel, which the training scripts "
-                      f"require: write the dataset under <version>/{REQUIRED_CHANNEL}/ or give channels.train")
+    if TRAIN_CHANNEL not in channels:
+        errors.append(f"channels: {channels} has no {TRAIN_CHANNEL!r} channel, which the training scripts "
+                      f"require: write the dataset under <version>/{TRAIN_CHANNEL}/ or give channels.train")
     return errors
 
 

@@ -1,7 +1,8 @@
 """The CreateTrainingJob request, built exactly as the SageMaker Python SDK v2 `PyTorch` estimator builds it.
 
 Pure: no AWS calls, so every mode and option is unit-tested, and tests/unit/trigger/test_sdk_conformance.py
-compares the result field by field with what the real SDK sends for the same settings.
+compares the result field by field with what the real SDK sends for the same settings. The part a hyperparameter
+tuning job's training definition shares with it is built on its own (`training_job_definition`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from training_trigger.instances import has_local_nvme
-from training_trigger.planning import TrainingJobSpec
+from training_trigger.planning import FULLY_REPLICATED, TRAIN_CHANNEL, TrainingJobSpec
 from training_trigger.settings import Settings
 
 CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
@@ -64,20 +65,29 @@ def _hyperparameters(spec: TrainingJobSpec, settings: Settings) -> dict[str, str
     )
 
 
-def _s3_channel(name: str, uri: str) -> dict[str, Any]:
-    # FullyReplicated: every node sees the whole channel; the scripts shard by rank themselves.
+def _s3_channel(name: str, uri: str, distribution: str = FULLY_REPLICATED) -> dict[str, Any]:
     return {
         "ChannelName": name,
         "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": uri,
-                                        "S3DataDistributionType": "FullyReplicated"}},
+                                        "S3DataDistributionType": distribution}},
     }
 
 
-def build_training_job_request(spec: TrainingJobSpec, settings: Settings) -> dict[str, Any]:
-    """The keyword arguments of `sagemaker.create_training_job(**request)`."""
-    channels = [_s3_channel(name, uri) for name, uri in spec.channels.items()]
+def _channels(spec: TrainingJobSpec, settings: Settings) -> list[dict[str, Any]]:
+    """The `train` channel spread as the job asks (a host's share, or all of it: the scripts split it by rank);
+    validation, test and the code are replicated, so every host scores and runs the same."""
+    channels = [_s3_channel(name, uri, spec.train_data_distribution if name == TRAIN_CHANNEL else FULLY_REPLICATED)
+                for name, uri in spec.channels.items()]
     if settings.enable_network_isolation:
         channels.append(_s3_channel(CODE_CHANNEL, settings.source_bundle_uri))
+    return channels
+
+
+def training_job_definition(spec: TrainingJobSpec, settings: Settings) -> dict[str, Any]:
+    """What CreateTrainingJob shares with a tuning job's `TrainingJobDefinition` (CreateHyperParameterTuningJob's
+    HyperParameterTrainingJobDefinition), built once for both: algorithm, role, channels, output, resources,
+    stopping condition, checkpoints, isolation, encryption and spot flags, VPC, retries and environment. Each caller
+    adds what only its API has or names differently (here `TrainingJobName`, `HyperParameters`, `Tags`, ...)."""
     resources: dict[str, Any] = {
         "InstanceType": spec.instance_type,
         "InstanceCount": spec.instance_count,
@@ -94,17 +104,14 @@ def build_training_job_request(spec: TrainingJobSpec, settings: Settings) -> dic
     output: dict[str, Any] = {"S3OutputPath": settings.output_s3_uri}
     if settings.kms_key_arn:
         output["KmsKeyId"] = settings.kms_key_arn
-    request: dict[str, Any] = {
-        "TrainingJobName": spec.job_name,
-        "HyperParameters": _hyperparameters(spec, settings),
+    definition: dict[str, Any] = {
         "AlgorithmSpecification": {
             "TrainingImage": settings.training_image_uri,
             "TrainingInputMode": settings.input_mode,
             "MetricDefinitions": [dict(definition) for definition in settings.metric_definitions],
-            "EnableSageMakerMetricsTimeSeries": True,
         },
         "RoleArn": settings.role_arn,
-        "InputDataConfig": channels,
+        "InputDataConfig": _channels(spec, settings),
         "OutputDataConfig": output,
         "ResourceConfig": resources,
         "StoppingCondition": stopping,
@@ -114,16 +121,31 @@ def build_training_job_request(spec: TrainingJobSpec, settings: Settings) -> dic
         "EnableNetworkIsolation": settings.enable_network_isolation,
         "EnableInterContainerTrafficEncryption": settings.enable_inter_container_encryption,
         "EnableManagedSpotTraining": spec.spot,
-        "Tags": [{"Key": key, "Value": value} for key, value in spec.tags.items()],
     }
     if settings.subnet_ids:
-        request["VpcConfig"] = {"Subnets": list(settings.subnet_ids),
-                                "SecurityGroupIds": list(settings.security_group_ids)}
+        definition["VpcConfig"] = {"Subnets": list(settings.subnet_ids),
+                                   "SecurityGroupIds": list(settings.security_group_ids)}
+    if settings.job_retry_attempts:
+        definition["RetryStrategy"] = {"MaximumRetryAttempts": settings.job_retry_attempts}
+    if spec.environment:
+        # As the SDK: the map as given, absent when the job sets none.
+        definition["Environment"] = dict(spec.environment)
+    return definition
+
+
+def build_training_job_request(spec: TrainingJobSpec, settings: Settings) -> dict[str, Any]:
+    """The keyword arguments of `sagemaker.create_training_job(**request)`."""
+    definition = training_job_definition(spec, settings)
+    request: dict[str, Any] = {
+        "TrainingJobName": spec.job_name,
+        "HyperParameters": _hyperparameters(spec, settings),
+        **definition,
+        "AlgorithmSpecification": {**definition["AlgorithmSpecification"], "EnableSageMakerMetricsTimeSeries": True},
+        "Tags": [{"Key": key, "Value": value} for key, value in spec.tags.items()],
+    }
     if spec.tensorboard:
         # Beside the job's model artifacts ({output}/{job}/output/model.tar.gz), which the execution role may write.
         request["TensorBoardOutputConfig"] = {
             "S3OutputPath": f"{settings.output_s3_uri.rstrip('/')}/{spec.job_name}/tensorboard/",
             "LocalPath": TENSORBOARD_LOCAL_PATH}
-    if settings.job_retry_attempts:
-        request["RetryStrategy"] = {"MaximumRetryAttempts": settings.job_retry_attempts}
     return request

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from training_trigger.container_profiles import DISTRIBUTIONS
+from training_trigger.job_environment import environment_type_errors
+from training_trigger.limits import s3_data_distributions
 
 BUNDLE_ROOT = Path(__file__).resolve().parents[1]
 IMAGE_SOURCES = ("dlc", "custom")
@@ -53,6 +55,8 @@ class Settings:
     max_runtime_ceiling_seconds: int  # cost ceiling: no job may ask for a longer max_runtime
     extra_data_buckets: tuple[str, ...]  # buckets besides data_bucket that training jobs may read channels from
     default_hyperparameters: Mapping[str, Any]
+    default_environment: Mapping[str, str]  # every job's environment variables, under the manifest's and payload's
+    train_data_distribution: str  # default S3DataDistributionType of the train channel
     input_mode: str
     volume_size_gb: int
     max_runtime_seconds: int
@@ -213,6 +217,8 @@ def settings_from(environ: Mapping[str, str], static: Mapping[str, Any], static_
         max_runtime_ceiling_seconds=max_runtime_ceiling_seconds,
         extra_data_buckets=read.strings("extra_data_buckets"),
         default_hyperparameters=read.mapping("default_hyperparameters"),
+        default_environment=read.mapping("default_environment"),
+        train_data_distribution=read.text("train_data_distribution", choices=s3_data_distributions()),
         input_mode=read.text("input_mode", choices=INPUT_MODES),
         volume_size_gb=read.integer("volume_size_gb", minimum=1),
         max_runtime_seconds=max_runtime_seconds,
@@ -234,6 +240,8 @@ def settings_from(environ: Mapping[str, str], static: Mapping[str, Any], static_
     if settings.checked_entry_points and not {"flags", "true_texts", "false_texts"} <= set(settings.training_flags):
         errors.append(f"{static_name}: checked_entry_points={list(settings.checked_entry_points)} without the "
                       f"training code's flag definitions in training_flags: synthesize and deploy the stack again")
+    errors += [f"{static_name}: {error}: synthesize and deploy the stack again"
+               for error in environment_type_errors(settings.default_environment, "default_environment")]
     if bool(settings.subnet_ids) != bool(settings.security_group_ids):
         errors.append(f"{static_name}: subnet_ids and security_group_ids must be both set (VPC) or both empty "
                       f"(no VPC)")

@@ -61,6 +61,8 @@ def stack_static_settings(**changes: Any) -> dict[str, Any]:
         "max_runtime_ceiling_seconds": 259200,
         "extra_data_buckets": ["ranker-shared-corpora"],
         "default_hyperparameters": {"epochs": 10, "loss": "listwise"},
+        "default_environment": {},
+        "train_data_distribution": "FullyReplicated",
         "input_mode": "File",
         "volume_size_gb": 30,
         "max_runtime_seconds": 86400,

@@ -157,3 +157,40 @@ def test_tensorboard_uploads_the_scripts_log_folder_beside_the_jobs_artifacts(se
     assert request["TensorBoardOutputConfig"]["S3OutputPath"].startswith(settings.output_s3_uri)
     without = build_training_job_request(job_spec(), settings)
     assert "TensorBoardOutputConfig" not in without and service_model_errors(without) == []
+
+
+def _distributions(request) -> dict[str, str]:
+    return {channel["ChannelName"]: channel["DataSource"]["S3DataSource"]["S3DataDistributionType"]
+            for channel in request["InputDataConfig"]}
+
+
+def test_a_sharded_job_shards_its_train_channel_only():
+    # Given a job whose train channel is sharded across hosts, with validation, test and (isolated) a code channel
+    spec = job_spec(train_data_distribution="ShardedByS3Key", instance_count=2,
+                    channels={name: f"s3://ranker-data-example/datasets/web/v1/{name}/"
+                              for name in ("train", "validation", "test")})
+    # When the request is built
+    request = build_training_job_request(spec, stack_settings(enable_network_isolation=True))
+    # Then each host gets a share of the training objects, and every host all of the rest
+    assert _distributions(request) == {"train": "ShardedByS3Key", "validation": "FullyReplicated",
+                                       "test": "FullyReplicated", "code": "FullyReplicated"}
+
+
+def test_the_training_definition_is_what_a_tuning_job_takes(settings):
+    # Given a job with every optional member: VPC, retries, spot, KMS, environment
+    from botocore.session import get_session
+    from botocore.validate import ParamValidator
+    from training_trigger.request import training_job_definition
+
+    settings = stack_settings(subnet_ids=["subnet-0a1b"], security_group_ids=["sg-0f1e"], job_retry_attempts=2,
+                              KMS_KEY_ARN="arn:aws:kms:eu-west-1:123456789012:key/1a2b")
+    spec = job_spec(spot=True, environment={"NCCL_DEBUG": "INFO"}, train_data_distribution="ShardedByS3Key")
+    # When the shared part is built
+    definition = training_job_definition(spec, settings)
+    # Then CreateHyperParameterTuningJob's training definition takes it as it is, and CreateTrainingJob's request
+    # adds only the members a tuning job names otherwise or sets itself
+    shape = get_session().get_service_model("sagemaker").shape_for("HyperParameterTrainingJobDefinition")
+    report = ParamValidator().validate(definition, shape)
+    assert not report.has_errors(), report.generate_report()
+    assert set(build_training_job_request(spec, settings)) - set(definition) == {"TrainingJobName", "HyperParameters",
+                                                                                 "Tags"}

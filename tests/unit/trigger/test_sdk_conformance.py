@@ -36,7 +36,7 @@ REGION = "eu-west-1"
 # The SDK otherwise reports each fit() to an AWS telemetry endpoint.
 SDK_CONFIG = {"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {"Modules": {"TelemetryOptOut": True}}}}
 COMPARED_FIELDS = ("HyperParameters", "InputDataConfig", "ResourceConfig", "OutputDataConfig", "StoppingCondition",
-                   "CheckpointConfig", "VpcConfig", "RetryStrategy", "TensorBoardOutputConfig")
+                   "CheckpointConfig", "VpcConfig", "RetryStrategy", "TensorBoardOutputConfig", "Environment")
 
 
 def _sdk_request(settings, spec, *, framework_version: str, source_dir: str | None = None,
@@ -72,13 +72,15 @@ def _sdk_request(settings, spec, *, framework_version: str, source_dir: str | No
             max_retry_attempts=settings.job_retry_attempts or None,
             keep_alive_period_in_seconds=settings.keep_alive_seconds or None,
             metric_definitions=[dict(d) for d in settings.metric_definitions],
+            environment=dict(spec.environment) or None,
             sagemaker_session=session, debugger_hook_config=False, disable_profiler=True,
             tensorboard_output_config=TensorBoardOutputConfig(
                 s3_output_path=f"{settings.output_s3_uri}{spec.job_name}/tensorboard/",
                 container_local_output_path="/opt/ml/output/tensorboard") if spec.tensorboard else None,
         )
-        estimator.fit({name: TrainingInput(uri) for name, uri in spec.channels.items()}, wait=False, logs=False,
-                      job_name=spec.job_name)
+        estimator.fit({name: TrainingInput(uri, distribution=spec.train_data_distribution if name == "train"
+                                           else "FullyReplicated")
+                       for name, uri in spec.channels.items()}, wait=False, logs=False, job_name=spec.job_name)
     [request] = sent
     return request
 
@@ -124,6 +126,21 @@ def test_production_options_match_the_sdk():
         assert ours.get(name) == sdk.get(name), name
     for flag in ("EnableManagedSpotTraining", "EnableNetworkIsolation", "EnableInterContainerTrafficEncryption"):
         assert ours[flag] == sdk[flag], flag
+
+
+def test_an_environment_and_a_sharded_train_channel_match_the_sdk():
+    # Given a two-host job with environment variables and its training objects sharded across the hosts
+    spec = job_spec(distribution="torch_distributed", instance_type="ml.g5.12xlarge", instance_count=2,
+                    environment={"NCCL_DEBUG": "INFO", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
+                    train_data_distribution="ShardedByS3Key")
+    settings = stack_settings()
+    # When the SDK (`PyTorch(environment=...)`, `TrainingInput(distribution=...)`) and the trigger build it
+    sdk = _sdk_request(settings, spec, framework_version="2.2.0")
+    ours = build_training_job_request(spec, settings)
+    # Then the environment and the channels are the SDK's, as is every other compared field
+    assert ours["Environment"] == sdk["Environment"] == dict(spec.environment)
+    for name in COMPARED_FIELDS:
+        assert ours.get(name) == sdk.get(name), name
 
 
 def test_warm_pool_matches_the_sdk():

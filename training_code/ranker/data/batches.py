@@ -1,9 +1,11 @@
 """Batches of whole queries, gathered by index from tensors that already live on the device.
 
 No DataLoader and no per-sample `__getitem__`: one permutation per epoch goes to the device, and each step is one
-indexed gather. The order is global and deterministic by (seed, epoch): global batch `i` is the `i`-th run of
-`batch_size * world_size` queries of that permutation, and rank `r` takes the `r`-th `batch_size` of it. So 2 ranks
-with batch B see exactly the queries 1 rank with batch 2B sees, and a resumed run picks up at the same query.
+indexed gather. Where every rank holds every training query (`QueryBatches`), the order is global and deterministic
+by (seed, epoch): global batch `i` is the `i`-th run of `batch_size * world_size` queries of that permutation, and
+rank `r` takes the `r`-th `batch_size` of it. So 2 ranks with batch B see exactly the queries 1 rank with batch 2B
+sees, and a resumed run picks up at the same query. Where each rank holds queries of its own (a sharded channel:
+`OwnQueryBatches`), each orders its own by (seed, epoch, rank).
 """
 
 from __future__ import annotations
@@ -66,8 +68,9 @@ def resolved_batch_size(requested: int, queries_per_process: int, rank: int) -> 
     return chosen
 
 
-def epoch_permutation(num_queries: int, seed: int, epoch: int) -> torch.Tensor:
-    generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+def epoch_permutation(num_queries: int, seed: int, epoch: int, rank: int = 0) -> torch.Tensor:
+    """The order of an epoch's queries, fixed by (seed, epoch) and, for queries one rank holds alone, its rank."""
+    generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch + rank * 1_000_000_007)
     return torch.randperm(num_queries, generator=generator)
 
 
@@ -104,3 +107,42 @@ class QueryBatches(EpochBatches):
         indices = self.rank_indices(epoch)
         for step in range(start_step, self.steps_per_epoch):
             yield self.queries.gather(indices[step])
+
+
+class OwnQueryBatches(EpochBatches):
+    """Batches of queries this rank alone holds: its part of a training channel sharded across the hosts.
+
+    The ranks agreed on `batch_size` and on `steps_per_epoch`, enough for the largest part
+    (ranker.data.sharded_channel). Each epoch deals this rank's queries, in an order fixed by (seed, epoch, rank),
+    into that many batches of near-equal size, so every rank takes the same steps and trains each of its queries
+    exactly once an epoch, however the parts' sizes differ. Every batch has `batch_size` query slots (one shape for
+    every step and rank, as a captured CUDA graph needs); the slots a smaller batch leaves over are masked out: no
+    document, so no loss and no gradient."""
+
+    def __init__(self, queries: DeviceQueries, batch_size: int, steps_per_epoch: int, rank: int = 0, seed: int = 0):
+        if not 0 < queries.num_queries <= batch_size * steps_per_epoch:
+            raise ValueError(f"rank {rank}: {queries.num_queries} training queries do not fit {steps_per_epoch} "
+                             f"steps of {batch_size}; the ranks must agree on both from every rank's count")
+        self.queries, self.batch_size, self.steps_per_epoch = queries, batch_size, steps_per_epoch
+        self.rank, self.seed = rank, seed
+
+    def rank_indices(self, epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """`[steps_per_epoch, batch_size]` query indices of this rank and whether each slot holds a query, on the
+        device: one copy per epoch."""
+        count, steps = self.queries.num_queries, self.steps_per_epoch
+        sizes = torch.full((steps,), count // steps)
+        sizes[: count % steps] += 1
+        step_of = torch.repeat_interleave(torch.arange(steps), sizes)
+        slot = torch.arange(count) - torch.repeat_interleave(torch.cumsum(sizes, 0) - sizes, sizes)
+        indices = torch.zeros(steps, self.batch_size, dtype=torch.long)
+        filled = torch.zeros(steps, self.batch_size, dtype=torch.bool)
+        indices[step_of, slot] = epoch_permutation(count, self.seed, epoch, self.rank)
+        filled[step_of, slot] = True
+        device = self.queries.features.device
+        return indices.to(device, non_blocking=True), filled.to(device, non_blocking=True)
+
+    def epoch_batches(self, epoch: int, start_step: int = 0) -> Iterator[Batch]:
+        indices, filled = self.rank_indices(epoch)
+        for step in range(start_step, self.steps_per_epoch):
+            features, labels, mask = self.queries.gather(indices[step])
+            yield features, labels, mask & filled[step, :, None]

@@ -65,7 +65,7 @@ def letor_files(path: Path) -> list[Path]:
 def _read_letor_files(files: list[Path], num_features: int | None) -> RankingData:
     parts = [read_letor_file(file, num_features) for file in files]
     widest = max(part.num_features for part in parts)
-    return concatenate([_widen(part, widest) for part in parts])
+    return concatenate([widen(part, widest) for part in parts])
 
 
 def _log_ingest(path: Path, loaded: RankingData, started: float, text_bytes: int) -> None:
@@ -77,7 +77,8 @@ def _log_ingest(path: Path, loaded: RankingData, started: float, text_bytes: int
           f"{loaded.num_features} features from {source} in {seconds:.2f}s", flush=True)
 
 
-def _widen(data: RankingData, num_features: int) -> RankingData:
+def widen(data: RankingData, num_features: int) -> RankingData:
+    """`data` with zero columns added up to `num_features` (a feature absent from a file is 0 in every row)."""
     if data.num_features == num_features:
         return data
     features = np.zeros((len(data.labels), num_features), dtype=np.float32)

@@ -15,9 +15,10 @@ import lightning as L
 import torch
 
 from ranker.config import DataConfig, RunConfig
-from ranker.data.batches import Batch, DeviceQueries, EpochBatches, QueryBatches
+from ranker.data.batches import Batch, DeviceQueries, EpochBatches
 from ranker.data.channels import RankingData
-from ranker.training.session import load_splits
+from ranker.data.sharded_channel import Agreement
+from ranker.training.session import TrainingData, epoch_batches, evaluation_part
 
 EVALUATION_BATCH_QUERIES = 256
 
@@ -57,22 +58,26 @@ class EvaluationBatches:
 
 
 class RankingDataModule(L.LightningDataModule):
-    """Train, validation and optional test queries. The channels are read when the module is built (the model's input
-    width comes from them: `num_features`); `setup` puts them on the device Lightning trains on."""
+    """Train, validation and optional test queries, read before the module is built (the model's input width comes
+    from them: `num_features`); `setup` puts them on the device Lightning trains on. On a sharded training channel
+    (`shards`) the training queries, and without a validation channel the validation queries too
+    (`validation_owned`), are this rank's own."""
 
     def __init__(self, train: RankingData, validation: RankingData, test: RankingData | None, *, batch_size: int,
-                 seed: int = 0, data: DataConfig = DataConfig()):
+                 seed: int = 0, data: DataConfig = DataConfig(), shards: Agreement | None = None,
+                 validation_owned: bool = False):
         super().__init__()
         self.train_data, self.validation_data, self.test_data = train, validation, test
         self.batch_size, self.seed, self.data = batch_size, seed, data
+        self.shards, self.validation_owned = shards, validation_owned
         self.device_splits: dict[str, DeviceQueries] = {}
 
     @classmethod
-    def from_config(cls, config: RunConfig, local_ranks: int) -> RankingDataModule:
-        """The channels of `config`, parsed once per host where `local_ranks` processes run on it."""
-        train, validation, test = load_splits(config, local_ranks)
-        return cls(train, validation, test, batch_size=config.train.batch_size, seed=config.train.seed,
-                   data=config.data)
+    def from_training_data(cls, training_data: TrainingData, config: RunConfig) -> RankingDataModule:
+        """The splits the ranks agreed on (ranker.training.session.agree_on_splits), batched as `config` says."""
+        return cls(training_data.train, training_data.validation, training_data.test,
+                   batch_size=config.train.batch_size, seed=config.train.seed, data=config.data,
+                   shards=training_data.shards, validation_owned=training_data.validation_owned)
 
     @property
     def num_features(self) -> int:
@@ -92,8 +97,8 @@ class RankingDataModule(L.LightningDataModule):
         splits = {name: part for name, part in splits.items() if part is not None}
         for name in ("validation", "test"):
             # Lightning skips the evaluation loop on a rank without batches, and the others would then wait forever
-            # in the all-reduce that adds the ranks' totals up.
-            if name in splits and splits[name].num_queries < self.trainer.world_size:
+            # in the all-reduce that adds the ranks' totals up. A rank's own validation queries are at least one.
+            if name in splits and splits[name].num_queries < self._evaluation_part(name)[1]:
                 raise ValueError(f"{name}: {splits[name].num_queries} queries for {self.trainer.world_size} "
                                  "processes; give every process at least one query (a larger split or fewer "
                                  "processes)")
@@ -102,22 +107,22 @@ class RankingDataModule(L.LightningDataModule):
         self.device_splits = {name: DeviceQueries.from_data(part, device, max_docs) for name, part in splits.items()}
 
     def epoch_batches(self) -> EpochBatches:
-        rank, world_size, device = self.trainer.global_rank, self.trainer.world_size, self.trainer.strategy.root_device
-        if self.data.streaming:
-            from ranker.data.streaming import StreamingBatches  # with --streaming true only
+        return epoch_batches(self.data, self.device_splits.get("train"), self.shards, batch_size=self.batch_size,
+                             seed=self.seed, rank=self.trainer.global_rank, world_size=self.trainer.world_size,
+                             device=self.trainer.strategy.root_device)
 
-            return StreamingBatches(self.data.train, self.batch_size, rank, world_size, self.seed, device,
-                                    log1p=self.data.log1p, threads=self.data.loader_threads)
-        return QueryBatches(self.device_splits["train"], self.batch_size, rank, world_size, self.seed)
+    def _evaluation_part(self, split: str) -> tuple[int, int]:
+        return evaluation_part(split == "validation" and self.validation_owned, self.trainer.global_rank,
+                               self.trainer.world_size)
 
     def train_dataloader(self) -> StepAlignedBatches:
         # One batch per optimizer step: the loop's step count is the position in the global batch order.
         return StepAlignedBatches(self.epoch_batches(), lambda: self.trainer.global_step)
 
     def val_dataloader(self) -> EvaluationBatches:
-        return EvaluationBatches(self.device_splits["validation"], self.trainer.global_rank, self.trainer.world_size)
+        return EvaluationBatches(self.device_splits["validation"], *self._evaluation_part("validation"))
 
     def test_dataloader(self) -> EvaluationBatches:
         if "test" not in self.device_splits:
             raise ValueError("test: no test channel was given; pass --test DIR or set SM_CHANNEL_TEST")
-        return EvaluationBatches(self.device_splits["test"], self.trainer.global_rank, self.trainer.world_size)
+        return EvaluationBatches(self.device_splits["test"], *self._evaluation_part("test"))

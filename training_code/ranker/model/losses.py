@@ -18,10 +18,11 @@ def _softmax_cross_entropy(scores: torch.Tensor, target: torch.Tensor, mask: tor
 
 
 def listwise_softmax_loss(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """ListNet top-1: cross-entropy between softmax(labels) and softmax(scores) within each query, averaged over
-    queries."""
+    """ListNet top-1: cross-entropy between softmax(labels) and softmax(scores) within each query, averaged over the
+    queries with a document (a batch slot without one, ranker.data.batches.OwnQueryBatches, adds nothing)."""
     target = torch.softmax(labels.float().masked_fill(~mask, _MASKED_LOGIT), dim=-1)
-    return _softmax_cross_entropy(scores, target, mask).mean()
+    has_documents = mask.any(dim=-1).float()
+    return (_softmax_cross_entropy(scores, target, mask) * has_documents).sum() / has_documents.sum().clamp(min=1)
 
 
 def graded_listwise_loss(scores: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

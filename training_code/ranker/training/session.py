@@ -15,10 +15,11 @@ import torch
 from sagemaker_distributed import Topology
 from sagemaker_distributed.failure import failure_reported
 
-from ranker.config import ConfigError, ModelConfig, RunConfig, parse_config
+from ranker.config import ConfigError, DataConfig, ModelConfig, RunConfig, parse_config
 from ranker.data import channels as ranking_data
-from ranker.data import shards
-from ranker.data.batches import DeviceQueries, EpochBatches, QueryBatches
+from ranker.data import sharded_channel, shards
+from ranker.data.batches import DeviceQueries, EpochBatches, OwnQueryBatches, QueryBatches
+from ranker.data.ranking_data import RankingData
 from ranker.gpu import fast_paths
 from ranker.model import export, portable
 from ranker.model.encoding import FIT_ROWS
@@ -44,6 +45,10 @@ class Session:
     test: DeviceQueries | None
     encoding_rows: np.ndarray
     """Training features, as the model sees them, to fit the model's input encoding on (`encoding_rows`)."""
+    shards: sharded_channel.Agreement | None = None
+    """On a sharded training channel, what the ranks agreed on: `train` then holds this rank's own queries."""
+    validation_owned: bool = False
+    """The validation queries are this rank's own (held out of its part of a sharded training channel)."""
     history: list[dict[str, float]] = field(default_factory=list)
     """Every metric line rank 0 reported, for plots and checkpoints."""
     started: float = field(default_factory=time.perf_counter)
@@ -59,14 +64,59 @@ class Session:
         return model
 
     def training_batches(self) -> EpochBatches:
-        config, topology = self.config.train, self.topology
-        if self.train is None:
-            from ranker.data.streaming import StreamingBatches  # with --streaming true only
+        return epoch_batches(self.config.data, self.train, self.shards, batch_size=self.config.train.batch_size,
+                             seed=self.config.train.seed, rank=self.topology.rank,
+                             world_size=self.topology.world_size, device=self.device)
 
-            return StreamingBatches(self.config.data.train, config.batch_size, topology.rank, topology.world_size,
-                                    config.seed, self.device, log1p=self.config.data.log1p,
-                                    threads=self.config.data.loader_threads)
-        return QueryBatches(self.train, config.batch_size, topology.rank, topology.world_size, config.seed)
+
+@dataclass(frozen=True)
+class Splits:
+    """The channels as this rank read them, before the ranks agree on anything."""
+
+    train: RankingData
+    validation: RankingData
+    test: RankingData | None
+    validation_owned: bool = False
+    """The validation queries are this rank's own, held out of its part of a sharded training channel; otherwise
+    every rank holds every validation query and scores its part of them."""
+
+
+@dataclass(frozen=True)
+class TrainingData:
+    """What both loops train and score on, the same model input on every rank."""
+
+    train: RankingData
+    validation: RankingData
+    test: RankingData | None
+    encoding_rows: np.ndarray
+    """Training features, as the model sees them, to fit the model's input encoding on."""
+    shards: sharded_channel.Agreement | None = None
+    """On a sharded training channel, what the ranks agreed on; None where every rank holds every training query."""
+    validation_owned: bool = False
+
+    @property
+    def num_features(self) -> int:
+        return self.train.num_features
+
+
+def epoch_batches(data: DataConfig, train: DeviceQueries | None, shards_agreed: sharded_channel.Agreement | None, *,
+                  batch_size: int, seed: int, rank: int, world_size: int, device: torch.device) -> EpochBatches:
+    """One rank's training batches, as both loops take them: streamed from binary shards (`train` None), this rank's
+    own queries of a sharded channel, or its part of the queries every rank holds."""
+    if train is None:
+        from ranker.data.streaming import StreamingBatches  # with --streaming true only
+
+        return StreamingBatches(data.train, batch_size, rank, world_size, seed, device, log1p=data.log1p,
+                                threads=data.loader_threads)
+    if shards_agreed is not None:
+        return OwnQueryBatches(train, shards_agreed.batch_size, shards_agreed.steps_per_epoch, rank, seed)
+    return QueryBatches(train, batch_size, rank, world_size, seed)
+
+
+def evaluation_part(owned: bool, rank: int, world_size: int) -> tuple[int, int]:
+    """Which part of a split's queries this rank scores, as (part, parts): all of them where they are its own,
+    else its `rank`-th of the queries every rank holds. The ranks' totals are added up either way."""
+    return (0, 1) if owned else (rank, world_size)
 
 
 def run_training(train: Callable[[Session], None], argv: Sequence[str], description: str) -> None:
@@ -90,17 +140,19 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
         print(path.describe(), flush=True)
     # Before CUDA is initialised (the process group sets the device): the text parser's worker processes can then
     # start by fork, instead of each importing this entry point again (ranker.data.letor_processes).
-    train, validation, test = load_splits(config, topology.local_world_size)
+    splits = load_splits(config, topology)
     distributed.init_process_group(backend, topology=topology, device=device, bind_device=path.bind_device)
+    data = agree_on_splits(splits, config, topology)
     engine.prepare_device(config.train, device)
     seed_everything(config.train.seed, topology.rank)
-    model_config = model_config_for(config, train.num_features)
+    model_config = model_config_for(config, data.num_features)
+    train, validation, test = data.train, data.validation, data.test
     max_docs = max(part.max_docs for part in (train, validation, test) if part is not None)
     return Session(config, model_config, topology, backend, device,
                    DeviceQueries.from_data(train, device, max_docs) if not config.data.streaming else None,
                    DeviceQueries.from_data(validation, device, max_docs),
                    DeviceQueries.from_data(test, device, max_docs) if test is not None else None,
-                   encoding_rows(config, train))
+                   data.encoding_rows, shards=data.shards, validation_owned=data.validation_owned)
 
 
 def model_config_for(config: RunConfig, num_features: int) -> ModelConfig:
@@ -110,7 +162,7 @@ def model_config_for(config: RunConfig, num_features: int) -> ModelConfig:
                                and config.train.loss not in SHIFT_INVARIANT_LOSSES)
 
 
-def encoding_rows(config: RunConfig, train: ranking_data.RankingData) -> np.ndarray:
+def encoding_rows(config: RunConfig, train: RankingData) -> np.ndarray:
     """The training features to fit the model's input encoding on, as the model sees them: the loaded training
     split, or when streaming a sample read from the shards (with log1p where the loader applies it)."""
     if not config.data.streaming:
@@ -119,32 +171,65 @@ def encoding_rows(config: RunConfig, train: ranking_data.RankingData) -> np.ndar
     return np.log1p(np.maximum(rows, 0)) if config.data.log1p else rows
 
 
-def load_splits(config: RunConfig, local_ranks: int
-                ) -> tuple[ranking_data.RankingData, ranking_data.RankingData, ranking_data.RankingData | None]:
-    """Train, validation (a channel, or whole queries split off train) and optional test, with one feature count.
-    When streaming, `train` holds no rows, only the shards' feature count: the rows stay on disk. Where the launcher
-    started `local_ranks` processes on this host (each loading the same channels), text is parsed once for all."""
+def load_splits(config: RunConfig, topology: Topology) -> Splits:
+    """Train, validation (a channel, or whole queries split off train) and optional test. When streaming, `train`
+    holds no rows, only the shards' feature count: the rows stay on disk. Where the launcher started several
+    processes on this host (each loading the same channels), text is parsed once for all. On a sharded training
+    channel this rank keeps its part of its host's share, and a validation split is held out of that part; the
+    ranks agree on one feature count afterwards (`agree_on_splits`), so each split keeps its own width here."""
+    data = config.data
     num_features = config.model.num_features or None
-    if config.data.streaming:
-        if not shards.is_shard_dir(config.data.train) or config.data.validation is None:
-            raise ValueError(f"streaming: train channel {config.data.train} must hold binary shards (ranker.data.convert) "
+    if data.streaming and data.train_sharded:
+        raise ValueError(f"streaming: the train channel is {sharded_channel.SHARDED}, and binary shards cannot be "
+                         "sharded across hosts: keep the channel FullyReplicated (with input_mode FastFile a host "
+                         "reads only the shards its ranks stream), or drop --streaming")
+    if data.streaming:
+        if not shards.is_shard_dir(data.train) or data.validation is None:
+            raise ValueError(f"streaming: train channel {data.train} must hold binary shards (ranker.data.convert) "
                              "and a validation channel must be given; or drop --streaming")
-        manifest = shards.read_manifest(config.data.train)
-        train = ranking_data.RankingData(np.zeros((0, num_features or manifest["num_features"]), np.float32),
+        manifest = shards.read_manifest(data.train)
+        train = RankingData(np.zeros((0, num_features or manifest["num_features"]), np.float32),
                                          np.zeros(0, np.float32), np.zeros(1, np.int64))
+    elif data.train_sharded:
+        share = sharded_channel.host_share(data.train, num_features, topology.local_world_size)
+        train = sharded_channel.rank_part(share, topology.local_rank, topology.local_world_size)
     else:
-        train = ranking_data.load_channel(config.data.train, num_features, local_ranks)
-    num_features = train.num_features
-    if config.data.validation is not None:
-        validation = ranking_data.load_channel(config.data.validation, num_features, local_ranks)
+        train = ranking_data.load_channel(data.train, num_features, topology.local_world_size)
+    width = num_features if data.train_sharded else train.num_features
+    if data.validation is not None:
+        validation = ranking_data.load_channel(data.validation, width, topology.local_world_size)
     else:
-        train, validation = ranking_data.split_queries(train, config.data.validation_fraction, config.train.seed)
-    test = ranking_data.load_channel(config.data.test, num_features, local_ranks) \
-        if config.data.test is not None else None
-    if config.data.log1p:
+        train, validation = ranking_data.split_queries(train, data.validation_fraction, config.train.seed)
+    test = ranking_data.load_channel(data.test, width, topology.local_world_size) if data.test is not None else None
+    if data.log1p:
         train, validation = train.with_log1p(), validation.with_log1p()
         test = test.with_log1p() if test is not None else None
-    return train, validation, test
+    return Splits(train, validation, test, validation_owned=data.train_sharded and data.validation is None)
+
+
+def agree_on_splits(splits: Splits, config: RunConfig, topology: Topology) -> TrainingData:
+    """The data both loops train on. Where every rank holds every training query it is the splits as read; on a
+    sharded training channel the ranks first agree on the feature count, the batches and the encoding's rows
+    (ranker.data.sharded_channel: collective, so the process group must exist)."""
+    if not config.data.train_sharded:
+        return TrainingData(splits.train, splits.validation, splits.test, encoding_rows(config, splits.train))
+    agreed = sharded_channel.agree(splits.train, num_features=config.model.num_features or None,
+                                   requested_batch_size=config.train.batch_size, sample_rows=FIT_ROWS,
+                                   rank=topology.rank, world_size=topology.world_size, seed=config.train.seed)
+    if topology.is_main:
+        print(agreed.describe(), flush=True)
+    train, validation, test = (None if part is None else _to_width(part, agreed.num_features, name)
+                               for name, part in (("train", splits.train), ("validation", splits.validation),
+                                                  ("test", splits.test)))
+    return TrainingData(train, validation, test, agreed.encoding_rows, shards=agreed,
+                        validation_owned=splits.validation_owned)
+
+
+def _to_width(data: RankingData, num_features: int, name: str) -> RankingData:
+    if data.num_features > num_features:
+        raise ValueError(f"{name}: {data.num_features} features, more than the {num_features} of the sharded training "
+                         "channel's widest file: give the channels the same features, or set --num-features")
+    return ranking_data.widen(data, num_features)
 
 
 def evaluate_split(session: Session, model: torch.nn.Module, split: str,
@@ -152,8 +237,9 @@ def evaluate_split(session: Session, model: torch.nn.Module, split: str,
     """`val_*` or `test_*` metrics of `model` (the plain model, whatever wraps it for training: every loop scores the
     same module) over that split's queries, all ranks together (collective)."""
     queries = session.validation if split == "val" else session.test
-    return evaluation_metrics(engine.evaluate(model, queries, session.topology.rank, session.topology.world_size,
-                                              loss_function), split)
+    part, parts = evaluation_part(split == "val" and session.validation_owned, session.topology.rank,
+                                  session.topology.world_size)
+    return evaluation_metrics(engine.evaluate(model, queries, part, parts, loss_function), split)
 
 
 def final_metrics(session: Session, model: torch.nn.Module, loss_function: engine.LossFunction,

@@ -1,0 +1,1 @@
+../../../training_code/sagemaker_distributed/job_environment.py
