@@ -205,6 +205,6 @@ def test_every_dead_letter_queue_has_an_alarm_that_notifies_the_topic(any_app: S
         if properties.get("MetricName") == "ApproximateNumberOfMessagesVisible":
             queue = properties["Dimensions"][0]["Value"]["Fn::GetAtt"][0]
             alarmed[queue] = properties["AlarmActions"]
-    # Then each queue (the trigger's and the registrar's) pages the topic when one event lands in it
-    assert set(alarmed) == queues and len(queues) == 2
+    # Then each queue (the trigger's, the registrar's and the watchdog's) pages the topic when one event lands in it
+    assert set(alarmed) == queues and len(queues) == 3
     assert all(actions == [{"Ref": topic}] for actions in alarmed.values())
