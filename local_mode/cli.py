@@ -8,6 +8,7 @@ from pathlib import Path
 
 from local_mode.container_envs import MissingInterpreter
 from local_mode.demo import DemoOptions, DemoResult, TriggerRefused, profiles, run_demo
+from local_mode.watchdog_schedule import WatchdogTiming
 
 ENTRY_POINTS = ("train_lightning.py", "train_ddp.py")
 
@@ -41,6 +42,11 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
                         help="run the job in an environment like that AWS PyTorch container (its Python from pyenv, "
                              "its torch; built once, ~2 min) with the bundle's requirements.txt installed as the "
                              "container does; by default the job runs in this project's environment")
+    parser.add_argument("--stall-seconds", type=int, default=None,
+                        help="the stalled-job watchdog stops a job whose hosts have all been silent this long (the "
+                             "stack's stall_minutes, in seconds); with --stall-check-seconds")
+    parser.add_argument("--stall-check-seconds", type=float, default=None,
+                        help="how often the watchdog looks (the stack's stall_check_minutes, in seconds)")
     args = parser.parse_args(argv)
     profile = profiles.profile_named(args.framework_version) if args.framework_version else None
     if profile and args.distribution not in profile.distributions:
@@ -60,13 +66,23 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
         if not separator or not name:
             parser.error(f"--hyperparameter {item!r}: write NAME=VALUE")
         hyperparameters.append((name, value))
+    if (args.stall_seconds is None) != (args.stall_check_seconds is None):
+        parser.error("--stall-seconds and --stall-check-seconds go together: give both, or neither for the stack's "
+                     "stall_minutes and stall_check_minutes")
+    watchdog_timing = None
+    if args.stall_seconds is not None:
+        if args.stall_seconds < 1 or args.stall_check_seconds <= 0:
+            parser.error(f"--stall-seconds={args.stall_seconds} --stall-check-seconds={args.stall_check_seconds}: "
+                         "use positive numbers")
+        watchdog_timing = WatchdogTiming(args.stall_seconds, args.stall_check_seconds)
     if args.data and not args.data.is_dir():
         parser.error(f"--data {args.data}: not a folder; give a folder holding rank.train (+ rank.train.query)")
     return DemoOptions(queries=args.queries, epochs=args.epochs, entry_point=args.entry_point,
                        distribution=args.distribution, instance_count=args.instance_count,
                        processes_per_host=args.processes_per_host, data=args.data,
                        work_dir=args.work_dir, framework_version=args.framework_version, source_dir=args.source_dir,
-                       hyperparameters=tuple(hyperparameters), metric_definitions=args.metric_definitions)
+                       hyperparameters=tuple(hyperparameters), metric_definitions=args.metric_definitions,
+                       watchdog_timing=watchdog_timing)
 
 
 def render_summary(result: DemoResult) -> str:
@@ -82,6 +98,8 @@ def render_summary(result: DemoResult) -> str:
         lines.append("metrics:   " + " ".join(f"{name}={value:g}" for name, value in sorted(result.metrics.items())))
     if result.failure_reason:
         lines.append(f"reason:    {result.failure_reason}")
+    elif result.watchdog_reason:
+        lines.append(f"reason:    stopped by the stalled-job watchdog: {result.watchdog_reason}")
     return "\n".join(lines)
 
 

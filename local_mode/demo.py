@@ -3,7 +3,7 @@
 generate (or take) LETOR data -> upload `datasets/<name>/<version>/train/` -> upload the manifest.json marker
 -> EventBridge event from the stored marker -> trigger handler with the stack's environment -> local job ->
 its state change event -> registrar handler -> summary (job, status, duration, NDCG@10 and its split, the unpacked
-model, the registered model package, plots).
+model, the registered model package, plots; for a job the stalled-job watchdog stopped, why).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from local_mode.container_envs import container_env
 from local_mode.pipeline import LocalPipeline
 from local_mode.s3_transfer import split_s3_uri
 from local_mode.synthesized_app import PROJECT_ROOT
+from local_mode.watchdog_schedule import WatchdogTiming
 from stacks.training_code_modules import training_code_module
 
 DATASET_NAME = "demo-letor"
@@ -59,6 +60,9 @@ class DemoOptions:
     work_dir: Path = PROJECT_ROOT / "local-runs"
     # A container profile to run the job in (its cached environment; the stack synthesized for it); None: this Python.
     framework_version: str | None = None
+    watchdog_timing: WatchdogTiming | None = None
+    """The stalled-job watchdog's silence and period in seconds; None: the stack's `stall_minutes` and
+    `stall_check_minutes`."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ class DemoResult:
     ndcg_at_10: float | None
     ndcg_split: str | None  # which queries ndcg_at_10 was measured on: "test" or "validation"
     failure_reason: str | None
+    watchdog_reason: str | None  # why the stalled-job watchdog stopped the job, when it did
     model_artifact: str  # the model.tar.gz URI in the (local) artifacts bucket, gone when the demo exits
     model_dir: Path | None  # model.tar.gz unpacked under work_dir, kept
     model_package_arn: str | None
@@ -95,7 +100,7 @@ def run_demo(options: DemoOptions) -> DemoResult:
         dataset = pool.submit(_dataset_folder, options, run_dir)
         with LocalPipeline(jobs_dir=run_dir / "jobs", processes_per_host=options.processes_per_host,
                            on_log_line=lambda host, line: tqdm.write(f"[{host}] {line}"), context=context,
-                           container=container) as pipeline:
+                           container=container, watchdog_timing=options.watchdog_timing) as pipeline:
             return run_demo_job(pipeline, options, dataset.result())
 
 
@@ -127,7 +132,9 @@ def run_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Path) -> D
     if result.get("status") != "started":
         raise TriggerRefused(f"the trigger started no job: {json.dumps(result)[:2000]}")
     description = follow_job(pipeline, result["job_name"])
-    return summarize(description, pipeline.deliver_job_state(description), pipeline.s3, options.work_dir)
+    stop = pipeline.stopped_by_watchdog(result["job_name"]) if pipeline.watchdog else None
+    return summarize(description, pipeline.deliver_job_state(description), pipeline.s3, options.work_dir,
+                     watchdog_reason=stop["reason"] if stop else None)
 
 
 def _dataset_folder(options: DemoOptions, run_dir: Path) -> Path:
@@ -167,7 +174,7 @@ def follow_job(pipeline: LocalPipeline, job_name: str) -> dict[str, Any]:
 
 
 def summarize(description: dict[str, Any], registration: dict[str, Any] | None, s3: Any,
-              work_dir: Path) -> DemoResult:
+              work_dir: Path, watchdog_reason: str | None = None) -> DemoResult:
     """The summary; the job's model.tar.gz and output.tar.gz (plots) are unpacked under `work_dir/outputs/<job>/`."""
     metrics = {metric["MetricName"]: metric["Value"] for metric in description.get("FinalMetricDataList", [])}
     artifact = description["ModelArtifacts"]["S3ModelArtifacts"]
@@ -182,7 +189,8 @@ def summarize(description: dict[str, Any], registration: dict[str, Any] | None, 
     return DemoResult(job_name=description["TrainingJobName"], status=description["TrainingJobStatus"],
                       duration_seconds=(end - description["CreationTime"]).total_seconds(),
                       ndcg_at_10=metrics.get("test_ndcg@10", metrics.get("val_ndcg@10")), ndcg_split=ndcg_split,
-                      failure_reason=description.get("FailureReason"), model_artifact=artifact, model_dir=model_dir,
+                      failure_reason=description.get("FailureReason"), watchdog_reason=watchdog_reason,
+                      model_artifact=artifact, model_dir=model_dir,
                       model_package_arn=registration.get("model_package_arn"),
                       not_registered_reason=registration.get("reason"), plots=plots, metrics=metrics)
 

@@ -1,7 +1,8 @@
 """Runs one training job the way the service and the SageMaker container do, with local hosts as folders.
 
 Starting: a folder per host. Downloading: config files, channels (File mode), source bundle, checkpoints.
-Training: the launcher's processes, logs streamed and scraped for metrics. Uploading: model.tar.gz and
+Training: the launcher's processes, logs streamed (each host's to its training.log and, given a CloudWatch Logs
+client, to its log stream) and scraped for metrics. Uploading: model.tar.gz and
 output.tar.gz to `<S3OutputPath>/<job name>/output/`. Then Completed, Failed (with the service's
 "AlgorithmError: ..." reason) or Stopped (StopTrainingJob or MaxRuntimeInSeconds).
 """
@@ -28,6 +29,7 @@ from local_mode.container_environment import (
     user_args,
 )
 from local_mode.container_layout import HostFolder, host_names, input_data_config, resource_config
+from local_mode.job_log_streams import HostLogStreams
 from local_mode.launcher import installed_mpirun, launcher_for, plan_launches
 from local_mode.network import free_port
 from local_mode.process_group import LogSink, ProcessGroup
@@ -59,10 +61,11 @@ class FrameworkError(Exception):
     """The container's toolkit failed before the user's script ran: `AlgorithmError: Framework Error: ...`."""
 
 
-def run_job(job: TrainingJob, *, s3: Any, settings: RunnerSettings, on_log_line: LogSink) -> None:
-    """Run `job` to a terminal status; never raises (every outcome ends up in the job record)."""
+def run_job(job: TrainingJob, *, s3: Any, settings: RunnerSettings, on_log_line: LogSink, logs: Any = None) -> None:
+    """Run `job` to a terminal status; never raises (every outcome ends up in the job record). `logs`: a CloudWatch
+    Logs client that receives each host's log stream."""
     try:
-        _run(job, s3, settings, on_log_line)
+        _run(job, s3, logs, settings, on_log_line)
     except ClientError as error:
         job.finish("Failed", failure_reason=f"ClientError: {error}")
     except FrameworkError as error:
@@ -71,7 +74,7 @@ def run_job(job: TrainingJob, *, s3: Any, settings: RunnerSettings, on_log_line:
         job.finish("Failed", failure_reason=f"InternalServerError: {type(error).__name__}: {error}")
 
 
-def _run(job: TrainingJob, s3: Any, settings: RunnerSettings, on_log_line: LogSink) -> None:
+def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_line: LogSink) -> None:
     request = job.request
     hosts = host_names(request["ResourceConfig"]["InstanceCount"])
     folders = {host: HostFolder(settings.work_dir / job.name / host) for host in hosts}
@@ -94,19 +97,27 @@ def _run(job: TrainingJob, s3: Any, settings: RunnerSettings, on_log_line: LogSi
     job.advance("Training")
     log_tails: dict[str, deque[str]] = {host: deque(maxlen=200) for host in hosts}
     log_files = {host: folder.log_file.open("a", encoding="utf-8") for host, folder in folders.items()}
+    streams = HostLogStreams(logs, job.name) if logs is not None else None
 
     def on_line(host: str, line: str) -> None:
         log_tails[host].append(line)
         log_files[host].write(line + "\n")
+        if streams:
+            streams.put(host, line)
         job.observe_log_line(line)
         on_log_line(host, line)
+
+    def close_logs() -> None:
+        for handle in log_files.values():
+            handle.close()
+        if streams:
+            streams.close()
 
     if settings.install_requirements:
         failure = _install_requirements(settings.python, {host: folder.code_dir for host, folder in folders.items()},
                                         on_line)
         if failure:
-            for handle in log_files.values():
-                handle.close()
+            close_logs()
             job.finish("Failed", failure_reason=failure)
             return
     launches = plan_launches(
@@ -127,8 +138,7 @@ def _run(job: TrainingJob, s3: Any, settings: RunnerSettings, on_log_line: LogSi
     finally:
         training_done.set()
         syncer.join()
-        for handle in log_files.values():
-            handle.close()
+        close_logs()
     if checkpoints:
         checkpoints.push()
 

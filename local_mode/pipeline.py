@@ -6,11 +6,15 @@ as the template configures it, and local SageMaker, all on 127.0.0.1.
         result = pipeline.deliver(marker)  # {"status": "started", "job_name": ...}
         description = pipeline.wait(result["job_name"])
         registration = pipeline.deliver_job_state(description)  # {"status": "registered", ...} when Completed
+
+The stalled-job watchdog runs on its schedule meanwhile (`watchdog_timing` shortens it), reading each host's log
+stream from moto's CloudWatch Logs; `stopped_by_watchdog(job_name)` is what it reported for a job it stopped.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -29,13 +33,16 @@ from local_mode.synthesized_app import synthesize
 from local_mode.training_job import TERMINAL_STATUSES
 from local_mode.training_job_service import TrainingJobService
 from local_mode.trigger_invocation import invoke_trigger
+from local_mode.watchdog_schedule import LocalSchedule, WatchdogTiming, schedule_seconds, scheduled_event
+from stacks.job_watchdog import POWERTOOLS_SERVICE_NAME as WATCHDOG_NAME
 from stacks.model_registration import POWERTOOLS_SERVICE_NAME as REGISTRAR_NAME
 from stacks.model_registration import REGISTERED_JOB_STATES
 
 # The environment variable that tells each function apart from the stacks' other functions: the trigger's names the
-# settings file in its bundle; the registrar's lists the metrics it registers.
+# settings file in its bundle; the registrar's lists the metrics it registers; the watchdog's allows a silence.
 TRIGGER_MARKER_VARIABLE = "STATIC_SETTINGS_FILE"
 REGISTRAR_MARKER_VARIABLE = "MODEL_QUALITY_METRICS"
+WATCHDOG_MARKER_VARIABLE = "STALL_SECONDS"
 POLL_SECONDS = 0.5
 
 
@@ -48,10 +55,13 @@ class LocalPipeline:
 
     def __init__(self, *, jobs_dir: Path, processes_per_host: int = 1, stop_grace_seconds: float = 30.0,
                  on_log_line: LogSink = _ignore_log_line, moto: MotoEndpoint | None = None,
-                 context: Mapping[str, str] | None = None, container: ContainerEnv | None = None) -> None:
+                 context: Mapping[str, str] | None = None, container: ContainerEnv | None = None,
+                 watchdog_timing: WatchdogTiming | None = None) -> None:
         """`moto`: a server already running (the caller stops it); by default the pipeline runs its own.
         `context`: `-c key=value` for synthesis. `container`: a container profile's environment to run jobs in
-        (installing the bundle's requirements first, as the container does); by default this Python runs them."""
+        (installing the bundle's requirements first, as the container does); by default this Python runs them.
+        `watchdog_timing`: the watchdog's allowed silence and schedule period in seconds, in place of the stack's
+        minutes."""
         runs_in = ({"python": str(container.python), "install_requirements": True} if container else {})
         self._settings = RunnerSettings(work_dir=jobs_dir, processes_per_host=processes_per_host,
                                         stop_grace_seconds=stop_grace_seconds, **runs_in)
@@ -60,9 +70,16 @@ class LocalPipeline:
         self._owns_moto = moto is None
         self._moto = moto or MotoEndpoint()
         self._sagemaker_endpoint: LocalSageMaker | None = None
+        self._watchdog_timing = watchdog_timing
+        self._watchdog_schedule: LocalSchedule | None = None
+        self._watchdog_lock = threading.Lock()
+        self._watchdog_stops: dict[str, dict[str, Any]] = {}
+        self.watchdog_errors: list[str] = []
+        """Why sweeps failed (in the cloud their events land in the watchdog's dead-letter queue)."""
         self.account = ""
         self.trigger: LambdaFunction | None = None
         self.registrar: LambdaFunction | None = None
+        self.watchdog: LambdaFunction | None = None
         self.s3: Any = None
         self.sagemaker: Any = None
 
@@ -74,19 +91,27 @@ class LocalPipeline:
             resources = LocalStackResources(assembly, self._moto.url)
             self.trigger = resources.lambda_function(TRIGGER_MARKER_VARIABLE)
             self.registrar = resources.lambda_function(REGISTRAR_MARKER_VARIABLE)
+            self.watchdog = resources.lambda_function(WATCHDOG_MARKER_VARIABLE, required=False)
             resources.publish_file_assets()
             self.account = local_account_id(self._moto.url)
             service = TrainingJobService(s3_endpoint_url=self._moto.url, account_id=self.account,
-                                         settings=self._settings, on_log_line=self._on_log_line)
+                                         settings=self._settings, on_log_line=self._on_log_line,
+                                         logs_endpoint_url=self._moto.url)
             self._sagemaker_endpoint = LocalSageMaker(service, registry_url=self._moto.url).start()
         except BaseException:
             self._stop_moto()
             raise
         self.s3 = local_client("s3", self._moto.url)
         self.sagemaker = local_client("sagemaker", self._sagemaker_endpoint.url)
+        if self.watchdog:
+            period = (self._watchdog_timing.period_seconds if self._watchdog_timing
+                      else schedule_seconds(self.watchdog.schedule or ""))
+            self._watchdog_schedule = LocalSchedule(period, self.sweep, self._sweep_failed).start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        if self._watchdog_schedule:
+            self._watchdog_schedule.stop()
         if self._sagemaker_endpoint:
             self._sagemaker_endpoint.stop()
         self._stop_moto()
@@ -167,6 +192,30 @@ class LocalPipeline:
                               s3_url=self._moto.url, sns_url=self._moto.url, sagemaker_url=self._sagemaker_endpoint.url,
                               code_dir=self.registrar.code_dir, handler=self.registrar.handler,
                               function_name=REGISTRAR_NAME)
+
+    def sweep(self) -> dict[str, Any]:
+        """One run of the stalled-job watchdog, as its schedule delivers it; returns the handler's result."""
+        assert self.watchdog and self._sagemaker_endpoint, "enter a LocalPipeline whose stacks have the watchdog"
+        environment = dict(self.watchdog.environment)
+        if self._watchdog_timing:
+            environment["STALL_SECONDS"] = str(self._watchdog_timing.stall_seconds)
+        with self._watchdog_lock:  # one sweep at a time; a reader waits for the one under way
+            result = invoke_trigger(scheduled_event(account=self.account, rule_name=f"{WATCHDOG_NAME}-schedule"),
+                                    account=self.account, function_environment=environment, s3_url=self._moto.url,
+                                    sns_url=self._moto.url, sagemaker_url=self._sagemaker_endpoint.url,
+                                    logs_url=self._moto.url, code_dir=self.watchdog.code_dir,
+                                    handler=self.watchdog.handler, function_name=WATCHDOG_NAME)
+            self._watchdog_stops.update({job["job_name"]: job for job in result["jobs"] if job["outcome"] == "stopped"})
+        return result
+
+    def stopped_by_watchdog(self, job_name: str) -> dict[str, Any] | None:
+        """What the watchdog reported (and published) when it stopped `job_name`, once any sweep under way has ended
+        (a stopped job can end before the sweep that stopped it); None when it did not stop it."""
+        with self._watchdog_lock:
+            return self._watchdog_stops.get(job_name)
+
+    def _sweep_failed(self, error: Exception) -> None:
+        self.watchdog_errors.append(f"{type(error).__name__}: {error}")
 
     def wait(self, job_name: str, *, timeout: float = 600,
              on_description: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:

@@ -25,6 +25,7 @@ class LambdaFunction:
     code_dir: Path  # the staged asset folder `cdk deploy` zips and uploads
     handler: str  # `module.function`
     environment: dict[str, str]  # resolved to the local resources
+    schedule: str | None = None  # the `rate(...)` / `cron(...)` of an EventBridge rule that invokes it, if any
 
 
 class LocalStackResources:
@@ -39,19 +40,33 @@ class LocalStackResources:
                          for output in template.get("Outputs", {}).values() if "Export" in output}
         self._physical: dict[tuple[str, str], str] = {}
 
-    def lambda_function(self, marker_variable: str) -> LambdaFunction:
-        """The one Lambda function whose environment holds `marker_variable`, resolved to local resources."""
+    def lambda_function(self, marker_variable: str, *, required: bool = True) -> LambdaFunction | None:
+        """The one Lambda function whose environment holds `marker_variable`, resolved to local resources; None when
+        there is none and it is not `required` (a function a configuration key turns off)."""
         for stack, template in self._templates.items():
-            for resource in template["Resources"].values():
+            for logical_id, resource in template["Resources"].items():
                 properties = resource.get("Properties", {})
                 variables = properties.get("Environment", {}).get("Variables", {})
                 if resource["Type"] == "AWS::Lambda::Function" and marker_variable in variables:
                     return LambdaFunction(
                         code_dir=self._asset_folder(self.resolve(stack, properties["Code"]["S3Key"])),
                         handler=properties["Handler"],
-                        environment={name: self.resolve(stack, value) for name, value in variables.items()})
+                        environment={name: self.resolve(stack, value) for name, value in variables.items()},
+                        schedule=self._schedule_of(template, logical_id))
+        if not required:
+            return None
         raise LookupError(f"no Lambda function in {self._assembly} has {marker_variable} in its environment: "
                           "is the trigger function still in the stacks?")
+
+    @staticmethod
+    def _schedule_of(template: dict[str, Any], function_id: str) -> str | None:
+        for resource in template["Resources"].values():
+            properties = resource.get("Properties", {})
+            if (resource["Type"] == "AWS::Events::Rule" and "ScheduleExpression" in properties
+                    and any(target["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]}
+                            for target in properties.get("Targets", []))):
+                return properties["ScheduleExpression"]
+        return None
 
     def _asset_folder(self, object_key: str) -> Path:
         """The staged folder of the `zip` asset published under `object_key`."""

@@ -29,8 +29,11 @@ def _ignore_log_line(host: str, line: str) -> None:
 
 class TrainingJobService:
     def __init__(self, *, s3_endpoint_url: str, account_id: str, settings: RunnerSettings,
-                 on_log_line: LogSink = _ignore_log_line) -> None:
+                 on_log_line: LogSink = _ignore_log_line, logs_endpoint_url: str | None = None) -> None:
+        """`logs_endpoint_url`: a CloudWatch Logs endpoint (moto's server) that receives each host's log stream, as
+        SageMaker's /aws/sagemaker/TrainingJobs does; without it the hosts' training.log files hold the logs alone."""
         self._s3_endpoint_url = s3_endpoint_url
+        self._logs_endpoint_url = logs_endpoint_url
         self._account_id = account_id
         self._settings = settings
         self._on_log_line = on_log_line
@@ -57,9 +60,10 @@ class TrainingJobService:
                 raise ServiceError("ResourceInUse", f"Training job names must be unique within an AWS account and "
                                                     f"region, and a training job with this name already exists ({arn})")
             job = self._jobs[name] = TrainingJob(params, arn)
-        # One S3 client per job: boto3 clients are thread-safe, sessions are not.
+        # One client of each per job: boto3 clients are thread-safe, sessions are not.
         s3 = local_client("s3", self._s3_endpoint_url)
-        threading.Thread(target=run_job, kwargs={"job": job, "s3": s3, "settings": self._settings,
+        logs = local_client("logs", self._logs_endpoint_url) if self._logs_endpoint_url else None
+        threading.Thread(target=run_job, kwargs={"job": job, "s3": s3, "logs": logs, "settings": self._settings,
                                                  "on_log_line": self._on_log_line},
                          name=f"training-job-{name}", daemon=True).start()
         return {"TrainingJobArn": arn}

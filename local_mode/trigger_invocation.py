@@ -34,14 +34,17 @@ print("LOCAL_MODE_RESULT " + json.dumps(result, default=str))
 
 def invoke_trigger(event: dict[str, Any], *, account: str, function_environment: dict[str, str], s3_url: str,
                    sns_url: str, sagemaker_url: str, code_dir: Path = TRIGGER_ASSET,
-                   handler: str = TRIGGER_HANDLER, function_name: str = "training-trigger") -> dict[str, Any]:
-    """Run `handler(event, context)` from `code_dir`; returns its result (raises with its log when it crashes)."""
+                   handler: str = TRIGGER_HANDLER, function_name: str = "training-trigger",
+                   logs_url: str | None = None) -> dict[str, Any]:
+    """Run `handler(event, context)` from `code_dir`; returns its result (raises with its log when it crashes).
+    `logs_url`: the CloudWatch Logs endpoint, for a function that reads logs."""
     # `_HANDLER` and `LAMBDA_TASK_ROOT` are what the Lambda runtime sets; the code folder comes first on the path.
     env = {"PATH": os.environ.get("PATH", ""), **function_environment, **dummy_credentials_environment(),
            "AWS_ENDPOINT_URL_S3": s3_url, "AWS_ENDPOINT_URL_SNS": sns_url, "AWS_ENDPOINT_URL_SAGEMAKER": sagemaker_url,
            "AWS_LAMBDA_FUNCTION_NAME": function_name, "PYTHONPATH": str(code_dir), "_HANDLER": handler,
            "LAMBDA_TASK_ROOT": str(code_dir),
-           "LOCAL_MODE_FUNCTION_ARN": f"arn:aws:lambda:{LOCAL_REGION}:{account}:function:{function_name}"}
+           "LOCAL_MODE_FUNCTION_ARN": f"arn:aws:lambda:{LOCAL_REGION}:{account}:function:{function_name}",
+           **({"AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": logs_url} if logs_url else {})}
     completed = subprocess.run([sys.executable, "-c", _INVOKE], input=json.dumps(event), cwd=code_dir, env=env,
                                capture_output=True, text=True, timeout=120)
     results = [line for line in completed.stdout.splitlines() if line.startswith("LOCAL_MODE_RESULT ")]

@@ -14,11 +14,11 @@ from stacks.notifications import allow_publishing
 
 
 class PipelineAlarms(Construct):
-    """Failed training jobs, and trigger or registrar events that ended in their dead-letter queues."""
+    """Failed training jobs, and trigger, registrar or watchdog events that ended in their dead-letter queues."""
 
     def __init__(self, scope: Construct, construct_id: str, *, job_failed_rule: events.IRule,
                  dead_letter_queue: sqs.IQueue, registration_dead_letter_queue: sqs.IQueue,
-                 topic: sns.ITopic) -> None:
+                 watchdog_dead_letter_queue: sqs.IQueue | None, topic: sns.ITopic) -> None:
         super().__init__(scope, construct_id)
         failed_jobs = cloudwatch.Metric(
             namespace="AWS/Events", metric_name="MatchedEvents",
@@ -40,7 +40,15 @@ class PipelineAlarms(Construct):
             "RegistrationDeadLettersAlarm", registration_dead_letter_queue,
             "Completed jobs whose models could not be registered after all retries wait in the registrar's "
             "dead-letter queue: read them, fix the cause, replay them.")
-        alarms = (self.failed_jobs, self.dead_letters, self.registration_dead_letters)
+        alarms = [self.failed_jobs, self.dead_letters, self.registration_dead_letters]
+        self.watchdog_dead_letters = None
+        if watchdog_dead_letter_queue is not None:
+            self.watchdog_dead_letters = self._dead_letter_alarm(
+                "WatchdogDeadLettersAlarm", watchdog_dead_letter_queue,
+                "Stalled-job watchdog sweeps failed and wait in its dead-letter queue: until the cause is fixed, a "
+                "hung training job may bill unnoticed until its max_runtime. Read the records (the next sweep runs "
+                "on schedule by itself).")
+            alarms.append(self.watchdog_dead_letters)
         for alarm in alarms:
             alarm.add_alarm_action(actions.SnsAction(topic))
         allow_publishing(topic, service="cloudwatch.amazonaws.com", source_arns=[alarm.alarm_arn for alarm in alarms])

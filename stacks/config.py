@@ -207,6 +207,22 @@ class PipelineConfig(BaseModel):
                     "0.7}` (JSON with `-c`); a model below it, or without that metric, is not registered and the "
                     "notification says why; unset: every completed job's model is registered "
                     "(docs/model-registry.md)")
+    stall_watchdog: bool = Field(
+        default=True,
+        description="deploy the stalled-job watchdog: a Lambda that every `stall_check_minutes` stops the project's "
+                    "training jobs in SageMaker's `Training` status whose every host has logged nothing for "
+                    "`stall_minutes`, and tells the notification topic which host fell silent when "
+                    "(docs/reliability.md); off: a hung job runs until `max_runtime_seconds`")
+    stall_minutes: int = Field(
+        default=60, ge=10, le=1440,
+        description="how long a training job's logs may stay silent, on every host, before the watchdog stops it: "
+                    "above the longest quiet phase of your script (a long evaluation or checkpoint that prints "
+                    "nothing) and above the collective timeout (`SAGEMAKER_DISTRIBUTED_COLLECTIVE_TIMEOUT`, 30 min), "
+                    "so that a rank stuck in a collective fails the job with its own reason first")
+    stall_check_minutes: int = Field(
+        default=10, ge=1, le=60,
+        description="how often the watchdog looks, in minutes (its EventBridge schedule): a hung job is stopped "
+                    "at most `stall_minutes` + `stall_check_minutes` after its last log line")
     log_retention_days: int = Field(description="days the Lambdas' CloudWatch logs and the buckets' S3 server "
                                                 "access logs are kept, one of the periods CloudWatch Logs allows")
     noncurrent_version_expiration_days: int = Field(ge=1, le=3650,
@@ -328,6 +344,9 @@ class PipelineConfig(BaseModel):
                  f"the pipeline's cost ceiling; or raise it")
         _require(bool(self.subnet_ids) == bool(self.security_group_ids), "subnet_ids/security_group_ids",
                  f"{list(self.subnet_ids)}/{list(self.security_group_ids)}", "both set (VPC) or both empty (no VPC)")
+        _require(self.stall_check_minutes <= self.stall_minutes, "stall_check_minutes", self.stall_check_minutes,
+                 f"at most stall_minutes ({self.stall_minutes}): the watchdog must look at least once per allowed "
+                 f"silence")
         _require(self.image_source != "custom" or self.custom_image_tag is not None, "custom_image_tag",
                  self.custom_image_tag, "a tag pushed to the project's ECR repository when image_source is 'custom'")
         if self.registration_threshold is not None:

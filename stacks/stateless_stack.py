@@ -1,5 +1,5 @@
-"""Everything that can be replaced at will: roles, the trigger and registrar Lambdas and their queues, rules, topic,
-alarms."""
+"""Everything that can be replaced at will: roles, the trigger, registrar and watchdog Lambdas and their queues, rules,
+topic, alarms."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from stacks.alarms import PipelineAlarms
 from stacks.config import PipelineConfig
 from stacks.execution_role import SageMakerExecutionRole
 from stacks.inference_image import InferenceImage
+from stacks.job_watchdog import StalledJobWatchdog
 from stacks.lambda_bundle import stage_lambda_bundle
 from stacks.model_registration import ModelRegistration
 from stacks.notifications import JobNotifications
@@ -80,9 +81,21 @@ class StatelessStack(Stack):
             environment_key=stateful.key, log_retention_days=config.log_retention_days,
             removal_policy=removal_policy_of(config),
         )
+        watchdog = None
+        if config.stall_watchdog:
+            watchdog = StalledJobWatchdog(
+                self, "StalledJobWatchdog",
+                asset_dir=stage_lambda_bundle(PROJECT_ROOT / "lambda" / "watchdog", build_dir / "lambda-watchdog"),
+                project_prefix=config.project_prefix, stall_minutes=config.stall_minutes,
+                check_every_minutes=config.stall_check_minutes, topic=notifications.topic, key=data_key,
+                environment_key=stateful.key, log_retention_days=config.log_retention_days,
+                removal_policy=removal_policy_of(config),
+            )
         PipelineAlarms(self, "Alarms", job_failed_rule=notifications.job_failed_rule,
                        dead_letter_queue=trigger.dead_letter_queue,
-                       registration_dead_letter_queue=registration.dead_letter_queue, topic=notifications.topic)
+                       registration_dead_letter_queue=registration.dead_letter_queue,
+                       watchdog_dead_letter_queue=watchdog.dead_letter_queue if watchdog else None,
+                       topic=notifications.topic)
         # What `aws lambda invoke` and a subscriber need (README, Deploy), exported by name like the stateful stack's.
         for attribute, value in (("TriggerFunctionName", trigger.function.function_name),
                                  ("NotificationTopicArn", notifications.topic.topic_arn)):

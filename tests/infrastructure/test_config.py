@@ -73,6 +73,10 @@ def test_cdk_json_defaults_are_valid_for_every_named_environment() -> None:
     ({"registration_threshold": '{"metric": "test_ndcg@10", "minimum": "high"}'},
      ["registration_threshold.minimum", "high", "number"]),
     ({"registration_threshold": {"metric": "test_ndcg@10"}}, ["registration_threshold.minimum", "required"]),
+    ({"stall_minutes": 5}, ["stall_minutes", "5", "greater than or equal to 10"]),
+    ({"stall_check_minutes": 0}, ["stall_check_minutes", "0"]),
+    ({"stall_minutes": 10, "stall_check_minutes": 15}, ["stall_check_minutes", "15", "at most stall_minutes (10)"]),
+    ({"stall_watchdog": "sometimes"}, ["stall_watchdog", "sometimes"]),
 ])
 def test_bad_value_is_refused_naming_key_value_and_allowed(overrides: dict, named: list[str]) -> None:
     # Given a config with one bad value / When it is validated / Then the error names key, value and what is allowed

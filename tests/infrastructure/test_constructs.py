@@ -20,6 +20,7 @@ from stacks.execution_role import SageMakerExecutionRole
 from stacks.config import RegistrationThreshold
 from stacks.image_repository import TrainingImageRepository
 from stacks.inference_image import InferenceImage
+from stacks.job_watchdog import StalledJobWatchdog
 from stacks.model_registration import ModelRegistration
 from stacks.notifications import JobNotifications
 from stacks.training_image import DlcImage
@@ -301,3 +302,58 @@ def test_registration_may_only_read_project_jobs_write_project_groups_and_the_qu
     assert any(statement["Action"] == "sns:Publish" for statement in statements)
     assert not any("s3:GetObject" in json.dumps(statement["Action"]) or "sagemaker:CreateTrainingJob" in
                    json.dumps(statement["Action"]) for statement in statements)
+
+
+def _watchdog(tmp_path: Path) -> Template:
+    stack = bare_stack()
+    asset_dir = tmp_path / "watchdog"
+    asset_dir.mkdir()
+    (asset_dir / "handler.py").write_text("def lambda_handler(event, context):\n    return None\n")
+    StalledJobWatchdog(stack, "Watchdog", asset_dir=asset_dir, project_prefix="ranker", stall_minutes=45,
+                       check_every_minutes=5, topic=sns.Topic(stack, "Topic"), key=kms.Key(stack, "Key"),
+                       environment_key=kms.Key(stack, "EnvKey"), log_retention_days=14,
+                       removal_policy=RemovalPolicy.DESTROY)
+    return Template.from_stack(stack)
+
+
+def test_watchdog_sweeps_on_its_schedule_with_the_allowed_silence(tmp_path: Path) -> None:
+    template = _watchdog(tmp_path)
+    # Then EventBridge invokes it every stall_check_minutes, its failed deliveries kept in its queue
+    template.has_resource_properties("AWS::Events::Rule", {
+        "ScheduleExpression": "rate(5 minutes)",
+        "Targets": [Match.object_like({"DeadLetterConfig": {"Arn": Match.any_value()}})]})
+    # And the function knows the project, the silence allowed (in seconds), SageMaker's log group and the topic
+    template.has_resource_properties("AWS::Lambda::Function", {
+        "Handler": "handler.lambda_handler", "Architectures": ["arm64"], "KmsKeyArn": Match.any_value(),
+        "Environment": {"Variables": Match.object_like({
+            "PROJECT_PREFIX": "ranker", "STALL_SECONDS": "2700", "TRAINING_LOG_GROUP": "/aws/sagemaker/TrainingJobs",
+            "NOTIFICATION_TOPIC_ARN": Match.any_value(), "POWERTOOLS_SERVICE_NAME": "stalled-job-watchdog"})}})
+    # And a sweep that fails is not retried (the next one looks again) but lands in the encrypted queue
+    template.has_resource_properties("AWS::Lambda::EventInvokeConfig", {
+        "MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 300,
+        "DestinationConfig": {"OnFailure": {"Destination": Match.any_value()}}})
+    template.has_resource_properties("AWS::SQS::Queue", {"KmsMasterKeyId": Match.any_value()})
+
+
+def test_watchdog_may_stop_only_project_jobs_and_read_only_their_training_logs(tmp_path: Path) -> None:
+    statements = _policy_statements(_watchdog(tmp_path))
+    by_sid = {statement.get("Sid"): statement for statement in statements}
+    # ListTrainingJobs takes no resource-level permission; everything it finds is acted on by name prefix only
+    assert (by_sid["ListTrainingJobs"]["Action"], by_sid["ListTrainingJobs"]["Resource"]) == (
+        "sagemaker:ListTrainingJobs", "*")
+    stop = by_sid["StopProjectTrainingJobs"]
+    assert stop["Action"] == ["sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob"]
+    assert json.dumps(stop["Resource"]).endswith(':training-job/ranker-*"]]}')
+    listing = [json.dumps(resource) for resource in by_sid["ListTrainingLogStreams"]["Resource"]]
+    assert by_sid["ListTrainingLogStreams"]["Action"] == "logs:DescribeLogStreams"
+    assert [resource.split(":log-group:", 1)[-1] for resource in listing] == ['/aws/sagemaker/TrainingJobs"]]}',
+                                                                              '/aws/sagemaker/TrainingJobs:*"]]}']
+    assert by_sid["ReadProjectTrainingLogs"]["Action"] == "logs:GetLogEvents"
+    assert json.dumps(by_sid["ReadProjectTrainingLogs"]["Resource"]).endswith(
+        ':log-group:/aws/sagemaker/TrainingJobs:log-stream:ranker-*"]]}')
+    # And nothing else of SageMaker or CloudWatch Logs: no job creation, no other log group, no log writes but its own
+    actions = {action for statement in statements for action in
+               (statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]])}
+    assert {action for action in actions if action.startswith(("sagemaker:", "logs:"))} == {
+        "sagemaker:ListTrainingJobs", "sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob",
+        "logs:DescribeLogStreams", "logs:GetLogEvents", "logs:CreateLogStream", "logs:PutLogEvents"}

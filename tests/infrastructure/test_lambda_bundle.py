@@ -1,4 +1,4 @@
-"""The Lambda assets (trigger, registrar) import in a bare interpreter holding only what the Lambda runtime
+"""The Lambda assets (trigger, registrar, watchdog) import in a bare interpreter holding only what the Lambda runtime
 provides."""
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from .synthesis import SynthesizedApp, function_asset_dir
 
 # What the AWS Lambda Python runtime ships besides the standard library.
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
-SERVICES = ("training-trigger", "model-registration")
+SERVICES = ("training-trigger", "model-registration", "stalled-job-watchdog")
+# The functions whose packages link the trigger's client and Powertools set-up, by service and package.
+LINKING_PACKAGES = {"model-registration": "model_registration", "stalled-job-watchdog": "job_watchdog"}
 
 
 def _runtime_site_packages(tmp_path: Path) -> Path:
@@ -64,9 +66,12 @@ def test_bundle_carries_the_pinned_powertools(dev_app: SynthesizedApp, service: 
     assert (asset_dir / f"aws_lambda_powertools-{version}.dist-info").is_dir()
 
 
-def test_the_trigger_modules_linked_into_the_registrar_ship_as_files(dev_app: SynthesizedApp) -> None:
-    # The registrar's package links the trigger's client and Powertools set-up; the bundle must hold their contents.
-    package = function_asset_dir(dev_app, "model-registration") / "model_registration"
+@pytest.mark.parametrize(("service", "package_name"), LINKING_PACKAGES.items())
+def test_the_trigger_modules_linked_into_other_functions_ship_as_files(dev_app: SynthesizedApp, service: str,
+                                                                       package_name: str) -> None:
+    # The registrar's and the watchdog's packages link the trigger's client and Powertools set-up; their bundles must
+    # hold the contents.
+    package = function_asset_dir(dev_app, service) / package_name
     for name in ("aws_clients.py", "observability.py"):
         assert not (package / name).is_symlink()
         trigger_module = Path(__file__).resolve().parents[2] / "lambda" / "trigger" / "training_trigger" / name

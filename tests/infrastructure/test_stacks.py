@@ -12,7 +12,15 @@ from typing import Any
 
 import pytest
 
-from .synthesis import SynthesizedApp, resources_of_type, trigger_function, synthesized_static_settings
+from .synthesis import (
+    SynthesizedApp,
+    config_for,
+    function_of_service,
+    resources_of_type,
+    synthesize,
+    synthesized_static_settings,
+    trigger_function,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "training"))  # the training tests' launch helpers
 from training_launch import TINY_MODEL_FLAGS, run_dirs, run_script, script_env  # noqa: E402
@@ -206,6 +214,28 @@ def test_every_dead_letter_queue_has_an_alarm_that_notifies_the_topic(any_app: S
         if properties.get("MetricName") == "ApproximateNumberOfMessagesVisible":
             queue = properties["Dimensions"][0]["Value"]["Fn::GetAtt"][0]
             alarmed[queue] = properties["AlarmActions"]
-    # Then each queue (the trigger's and the registrar's) pages the topic when one event lands in it
-    assert set(alarmed) == queues and len(queues) == 2
+    # Then each queue (the trigger's, the registrar's and the watchdog's) pages the topic when one event lands in it
+    assert set(alarmed) == queues and len(queues) == 3
     assert all(actions == [{"Ref": topic}] for actions in alarmed.values())
+
+
+def test_the_watchdog_is_deployed_with_the_configured_timing(any_app: SynthesizedApp) -> None:
+    function = function_of_service(any_app.stateless, "stalled-job-watchdog")
+    assert function["Properties"]["Environment"]["Variables"]["STALL_SECONDS"] == "3600"  # stall_minutes: 60
+    schedules = [rule["Properties"]["ScheduleExpression"]
+                 for rule in resources_of_type(any_app.stateless, "AWS::Events::Rule").values()
+                 if "ScheduleExpression" in rule["Properties"]]
+    assert "rate(10 minutes)" in schedules  # stall_check_minutes: 10
+
+
+@pytest.mark.slow
+def test_without_the_watchdog_no_function_schedule_or_alarm_of_it_is_deployed(tmp_path: Path) -> None:
+    # Given the watchdog turned off (-c stall_watchdog=false) / When the app is synthesized (cdk-nag included)
+    app = synthesize(config_for("dev", stall_watchdog=False), tmp_path)
+    # Then the pipeline has the trigger's and registrar's functions and queues only, and no schedule
+    services = {resource["Properties"].get("Environment", {}).get("Variables", {}).get("POWERTOOLS_SERVICE_NAME")
+                for resource in resources_of_type(app.stateless, "AWS::Lambda::Function").values()}
+    assert "stalled-job-watchdog" not in services and {"training-trigger", "model-registration"} <= services
+    assert len(resources_of_type(app.stateless, "AWS::SQS::Queue")) == 2
+    assert not any("ScheduleExpression" in rule["Properties"]
+                   for rule in resources_of_type(app.stateless, "AWS::Events::Rule").values())

@@ -1,4 +1,5 @@
-"""`python -m local_mode` options: a container profile is chosen by framework version and must run the distribution."""
+"""`python -m local_mode` options: a container profile is chosen by framework version and must run the distribution;
+the watchdog's timing in seconds comes whole or not at all."""
 
 from __future__ import annotations
 
@@ -27,3 +28,19 @@ def test_an_unsupported_framework_version_is_refused_listing_the_supported(capsy
     with pytest.raises(SystemExit):
         parse_options(["--framework-version", "1.13.1"])
     assert "'2.2.0'" in capsys.readouterr().err
+
+
+def test_the_watchdog_keeps_the_stacks_timing_unless_both_seconds_are_given():
+    assert parse_options([]).watchdog_timing is None
+    timing = parse_options(["--stall-seconds", "30", "--stall-check-seconds", "5"]).watchdog_timing
+    assert (timing.stall_seconds, timing.period_seconds) == (30, 5.0)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--stall-seconds", "30"], "--stall-seconds and --stall-check-seconds go together"),
+    (["--stall-seconds", "0", "--stall-check-seconds", "5"], "use positive numbers"),
+])
+def test_a_partial_or_bad_watchdog_timing_is_refused_naming_the_fix(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        parse_options(argv)
+    assert message in capsys.readouterr().err

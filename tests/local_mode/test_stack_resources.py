@@ -31,6 +31,8 @@ PIPELINE = {"Resources": {
             "NOTIFICATION_TOPIC_ARN": {"Ref": "Topic"},
             "WHERE": {"Fn::Sub": "${AWS::Partition}:${AWS::Region}:${Role.Arn}"},
         }}}},
+    "Schedule": {"Type": "AWS::Events::Rule", "Properties": {
+        "ScheduleExpression": "rate(10 minutes)", "Targets": [{"Arn": {"Fn::GetAtt": ["Trigger", "Arn"]}, "Id": "0"}]}},
 }}
 
 
@@ -71,6 +73,14 @@ def test_the_function_environment_resolves_every_token_to_a_local_resource(assem
     assert environment["WHERE"] == f"aws:{LOCAL_REGION}:{environment['ROLE_ARN']}"
     # And the code is the staged folder asset the template's S3Key names
     assert (function.code_dir, function.handler) == (assembly / f"asset.{ASSET_HASH}", "handler.lambda_handler")
+
+
+def test_a_function_carries_the_schedule_that_invokes_it_and_an_optional_one_may_be_absent(assembly, moto):
+    resources = LocalStackResources(assembly, moto.url)
+    assert resources.lambda_function("JOB_NAME_PREFIX").schedule == "rate(10 minutes)"
+    assert resources.lambda_function("NO_SUCH_VARIABLE", required=False) is None
+    with pytest.raises(LookupError, match="NO_SUCH_VARIABLE"):
+        resources.lambda_function("NO_SUCH_VARIABLE")
 
 
 def test_file_assets_are_published_where_the_template_expects_them(assembly, moto):

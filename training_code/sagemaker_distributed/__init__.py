@@ -11,11 +11,11 @@ Native DDP: one call in place of `torch.distributed.init_process_group(...)`:
 Lightning: one argument, `L.Trainer(strategy=sagemaker_distributed.lightning.strategy())`.
 
 Also here: the backend choice (smddp where the container ships it and mpirun started the ranks, else NCCL on GPU,
-gloo on CPU: `backend`), SIGTERM for spot interruptions (`spot`), the failure reason SageMaker shows (`failure`), the
-folders SageMaker reads and writes and how its channels were spread over the hosts (`paths`), the containers jobs run
-in (`container_profiles`) and the environment variables a job may set (`job_environment`). docs/bring-your-own.md
-walks through both changes. Names are imported when first used, so `paths`, `container_profiles` and
-`job_environment` load without torch.
+gloo on CPU: `backend`), how long a collective may wait for the other ranks (`collective_timeout`), SIGTERM for spot
+interruptions (`spot`), the failure reason SageMaker shows (`failure`), the folders SageMaker reads and writes and how
+its channels were spread over the hosts (`paths`), the containers jobs run in (`container_profiles`) and the
+environment variables a job may set (`job_environment`). docs/bring-your-own.md walks through both changes. Names are
+imported when first used, so `paths`, `container_profiles` and `job_environment` load without torch.
 """
 
 from __future__ import annotations
@@ -37,6 +37,6 @@ def __getattr__(name: str) -> object:
     if name in _EXPORTS:
         return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
     if name in ("lightning", "paths", "container_profiles", "job_environment", "backend", "spot", "failure",
-                "topology", "process_group"):
+                "topology", "process_group", "collective_timeout"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

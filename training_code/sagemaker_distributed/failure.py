@@ -3,7 +3,9 @@
 
 SageMaker reports that file's content as the job's FailureReason; the training toolkit writes its own generic text
 there only when the file does not exist yet. Without it a user reading DescribeTrainingJob gets the tail of a
-traceback instead of `ValueError: .../rank.train:5: NaN or infinite value; fix or drop that row`.
+traceback instead of `ValueError: .../rank.train:5: NaN or infinite value; fix or drop that row`. A collective that
+timed out is reported with the host and rank that gave up and the ranks that never arrived
+(sagemaker_distributed.collective_timeout).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from sagemaker_distributed.collective_timeout import is_collective_timeout, timeout_report
 from sagemaker_distributed.paths import failure_file
 
 USAGE_ERROR_EXIT_CODE = 2  # what argparse exits with for a bad flag
@@ -31,6 +34,13 @@ def write_failure(path: Path, message: str) -> None:
         handle.write(message)
 
 
+def failure_reason(error: Exception, env: Mapping[str, str] = os.environ) -> str:
+    """`Type: message`, or for a collective that timed out, where and what it waited for."""
+    if is_collective_timeout(error):
+        return timeout_report(error, env)
+    return f"{type(error).__name__}: {error}"
+
+
 @contextmanager
 def failure_reported(env: Mapping[str, str] = os.environ,
                      usage_errors: tuple[type[Exception], ...] = ()) -> Iterator[None]:
@@ -40,10 +50,9 @@ def failure_reported(env: Mapping[str, str] = os.environ,
     try:
         yield
     except Exception as error:
-        reason = f"{type(error).__name__}: {error}"
         path = failure_file(env)
         if path is not None:
-            write_failure(path, reason)
+            write_failure(path, failure_reason(error, env))
         if isinstance(error, usage_errors):
             print(f"error: {error}", file=sys.stderr, flush=True)
             raise SystemExit(USAGE_ERROR_EXIT_CODE) from None

@@ -12,11 +12,13 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 
 from sagemaker_distributed.backend import SMDDP_MODULE, resolve_backend
+from sagemaker_distributed.collective_timeout import collective_timeout, warn_if_not_enforced
 from sagemaker_distributed.topology import Topology, detect_topology, device_for, export_torch_environment
 
 # How long shutdown lets gloo's worker threads finish with the last collectives (see `shutdown`).
@@ -55,10 +57,12 @@ class ProcessInfo:
 
 
 def init_process_group(backend: str = "auto", *, topology: Topology | None = None,
-                       device: torch.device | None = None, bind_device: bool | None = None) -> ProcessInfo:
+                       device: torch.device | None = None, bind_device: bool | None = None,
+                       timeout: timedelta | None = None) -> ProcessInfo:
     """Joins the default process group of the ranks torchrun, mpirun or SageMaker started (nothing to join in a
     single process), on `backend` (`auto`: sagemaker_distributed.backend), with this process's GPU made current.
-    `bind_device`: create NCCL's communicator now, bound to the GPU (default: where this torch can)."""
+    `bind_device`: create NCCL's communicator now, bound to the GPU (default: where this torch can). `timeout`: how
+    long a collective may wait for the other ranks (default: sagemaker_distributed.collective_timeout)."""
     topology = topology or detect_topology()
     device = device or device_for(topology)
     if topology.world_size == 1:
@@ -70,13 +74,15 @@ def init_process_group(backend: str = "auto", *, topology: Topology | None = Non
         importlib.import_module(SMDDP_MODULE)  # registers the backend; smddp reads ranks from its own launcher
         dist.init_process_group(backend="smddp")
         return ProcessInfo(topology, backend, device)
+    warn_if_not_enforced(backend)
     export_torch_environment(topology)
     store = restart_scoped_store(topology, os.environ)
     if bind_device is None:
         bind_device = "device_id" in inspect.signature(dist.init_process_group).parameters
     bound = {"device_id": device} if bind_device and device.type == "cuda" else {}
     dist.init_process_group(backend=backend, init_method=None if store else "env://", store=store,
-                            rank=topology.rank, world_size=topology.world_size, **bound)
+                            rank=topology.rank, world_size=topology.world_size,
+                            timeout=timeout or collective_timeout(), **bound)
     return ProcessInfo(topology, backend, device)
 
 

@@ -1,6 +1,7 @@
-"""The AWS clients the trigger uses, each created once per execution environment, on first use.
+"""The AWS clients the project's Lambdas use, each created once per execution environment, on first use (the
+registrar and the watchdog link this module into their packages).
 
-botocore rather than boto3: boto3 adds s3transfer and ~100 ms to the cold start and nothing the trigger needs.
+botocore rather than boto3: boto3 adds s3transfer and ~100 ms to the cold start and nothing the functions need.
 Creation waits for first use because loading a service model costs ~130 ms, which `import handler` should not pay
 in tests and tools that never call AWS. Endpoints follow AWS_ENDPOINT_URL_<SERVICE> (local mode, moto).
 """
@@ -57,3 +58,8 @@ def s3_client():
 @functools.cache
 def sns_client():
     return _session().create_client("sns")
+
+
+@functools.cache
+def logs_client():
+    return _session().create_client("logs")

@@ -1,0 +1,1 @@
+../../trigger/training_trigger/aws_clients.py

@@ -1,0 +1,1 @@
+../../trigger/training_trigger/observability.py

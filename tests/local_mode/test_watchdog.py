@@ -1,0 +1,123 @@
+"""The stalled-job watchdog through the deployed pipeline in local mode: the synthesized function, unchanged, on its
+schedule, reading each host's log stream from moto's CloudWatch Logs and stopping jobs through local SageMaker.
+
+The stack's minutes are seconds here (`WatchdogTiming`): a job is stopped after 20 s of silence on every host, more
+than a job takes from entering Training to its first line here (torchrun's rendezvous, importing the script), and
+the watchdog looks every 5 s, longer than one sweep takes on this machine, so sweeps keep to their schedule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from local_mode.cli import render_summary
+from local_mode.demo import DemoOptions, bring_your_own_context, run_demo_job
+from local_mode.local_clients import local_client
+from local_mode.pipeline import LocalPipeline
+from local_mode.watchdog_schedule import WatchdogTiming
+
+pytestmark = pytest.mark.slow
+
+TIMING = WatchdogTiming(stall_seconds=20, period_seconds=5)
+# From a sweep's tick to its decision: a Python process starting and importing botocore and Powertools, on 2 cores
+# shared with other work.
+SWEEP_START_SECONDS = 5
+WATCHED = Path(__file__).parent / "byo" / "watched"
+HANGS = DemoOptions(source_dir=WATCHED, entry_point="hangs_after_steps.py", instance_count=2,
+                    distribution="torch_distributed")
+
+
+def _moment(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+@pytest.fixture(scope="module")
+def watched_pipeline(moto, tmp_path_factory) -> Iterator[LocalPipeline]:
+    # The PyTorch 2.2.0 container's rules allow torch_distributed on the demo's instance type; hosts run this Python.
+    with LocalPipeline(jobs_dir=tmp_path_factory.mktemp("watched-jobs"), stop_grace_seconds=5, moto=moto,
+                       context={"framework_version": "2.2.0", **bring_your_own_context(HANGS)},
+                       watchdog_timing=TIMING) as pipeline:
+        yield pipeline
+
+
+@pytest.fixture
+def notifications(watched_pipeline) -> Iterator[Any]:
+    """A queue subscribed to the notification topic, as an e-mail address would be; yields a reader of its messages."""
+    sqs = local_client("sqs", watched_pipeline.moto_url)
+    queue_url = sqs.create_queue(QueueName="watchdog-notifications")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns = local_client("sns", watched_pipeline.moto_url)
+    subscription = sns.subscribe(TopicArn=watched_pipeline.environment["NOTIFICATION_TOPIC_ARN"], Protocol="sqs",
+                                 Endpoint=queue_arn)["SubscriptionArn"]
+
+    def read() -> list[dict[str, Any]]:
+        messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages",
+                                                                                                            [])
+        return [json.loads(message["Body"]) for message in messages]
+
+    yield read
+    sns.unsubscribe(SubscriptionArn=subscription)
+    sqs.delete_queue(QueueUrl=queue_url)
+
+
+def test_a_hung_two_host_job_is_stopped_within_the_silence_plus_one_period(watched_pipeline, notifications,
+                                                                           letor_data, tmp_path):
+    # Given a 2-host job whose script logs three steps on rank 0 (algo-1), its start on algo-2, then hangs
+    # When its dataset lands and the trigger starts it, while the watchdog runs on its schedule
+    result = run_demo_job(watched_pipeline, dataclasses.replace(HANGS, work_dir=tmp_path), letor_data)
+
+    # Then the watchdog stopped it
+    assert result.status == "Stopped", result.failure_reason
+    stop = watched_pipeline.stopped_by_watchdog(result.job_name)
+    assert stop is not None, watched_pipeline.watchdog_errors
+    # after more than the allowed silence, and no later than one period (and a sweep's start-up) after that (the
+    # report's times are whole seconds)
+    silent = (_moment(stop["stopped_at"]) - _moment(stop["silent_since"])).total_seconds()
+    assert TIMING.stall_seconds - 1 <= silent <= TIMING.stall_seconds + TIMING.period_seconds + SWEEP_START_SECONDS, (
+        stop)
+    # and SageMaker's record shows the stop at that moment, after the job had entered Training
+    description = watched_pipeline.sagemaker.describe_training_job(TrainingJobName=result.job_name)
+    stopping = next(step for step in description["SecondaryStatusTransitions"] if step["Status"] == "Stopping")
+    assert abs((stopping["StartTime"] - _moment(stop["stopped_at"])).total_seconds()) < SWEEP_START_SECONDS
+
+    # And the team is told once: which job, which host's stream fell silent first, and when each host last logged
+    [published] = notifications()
+    message = json.loads(published["Message"])
+    assert published["Subject"] == f"Stalled training job stopped: {result.job_name}"
+    assert (message["job_name"], message["first_silent_host"]) == (result.job_name, "algo-2")
+    assert [host["host"] for host in message["hosts"]] == ["algo-2", "algo-1"]
+    assert all(host["log_stream"].startswith(f"{result.job_name}/{host['host']}-") and host["last_line_at"]
+               for host in message["hosts"])
+    assert message["silent_since"] == message["hosts"][-1]["last_line_at"]
+
+    # And the demo summary says why the job stopped
+    summary = render_summary(result)
+    assert f"reason:    stopped by the stalled-job watchdog: {stop['reason']}" in summary, summary
+    assert "no host logged a line for" in stop["reason"]
+
+    # And a later sweep leaves the stopped job alone: nothing stopped, nothing published again
+    assert watched_pipeline.sweep()["stopped"] == []
+    assert notifications() == []
+    assert watched_pipeline.watchdog_errors == []
+
+
+def test_a_job_that_keeps_logging_on_one_host_is_left_alone(watched_pipeline, notifications, letor_data, tmp_path):
+    # Given a 2-host job logging a step a second on algo-1 for 30 s while algo-2 stays silent after its start: longer
+    # than the allowed silence, so the watchdog sweeps it several times
+    steady = dataclasses.replace(HANGS, entry_point="logs_steadily.py", hyperparameters=(("steps", "30"),),
+                                 work_dir=tmp_path)
+    # When it runs
+    result = run_demo_job(watched_pipeline, steady, letor_data)
+    # Then it completes untouched, and the only message is the registrar's about its model
+    assert result.status == "Completed", result.failure_reason
+    assert watched_pipeline.stopped_by_watchdog(result.job_name) is None
+    assert [message["Subject"].split(":")[0] for message in notifications()] == [
+        "Model registered, pending approval"]
+    assert watched_pipeline.watchdog_errors == []
