@@ -24,11 +24,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from benchmarks.models import SHIPPED_MODEL, SHIPPED_WIDTH, benchmark_model, model_line
 from benchmarks.native_harness import NativeHarness, session_over
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
 from benchmarks.timing import StepWindows
 from ranker.gpu import fast_paths
-from ranker.config import ModelConfig, TrainConfig
+from ranker.config import TrainConfig
 from ranker.data.channels import RankingData
 from sagemaker_distributed import detect_topology
 from ranker.training.session import Session
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     training = mslr_shaped(args.queries, args.max_docs)
     validation = mslr_shaped(16, args.max_docs, seed=1)
     train_config = TrainConfig(log_every=10**9, checkpoint_every=0)
-    session = session_over(training, validation, ModelConfig(num_features=MSLR_FEATURES), train_config,
+    session = session_over(training, validation, benchmark_model(SHIPPED_MODEL, SHIPPED_WIDTH, MSLR_FEATURES), train_config,
                            detect_topology({}), device)
     documents_per_step = len(training.labels) / training.num_queries * train_config.batch_size
     rates: dict[str, list[float]] = {name: [] for name, _, _ in VARIANTS}
@@ -111,7 +112,8 @@ def main(argv: list[str] | None = None) -> None:
     machine = torch.cuda.get_device_name(0) if device.type == "cuda" else "CPU (smoke run)"
     data = (f"{args.queries} training queries, {len(training.labels):,} documents ({documents_per_step:.0f} per step on "
             f"average), padded to {args.max_docs}")
-    body = f"{provenance(f'{machine}; torch {torch.__version__}')}\n- Data: {data}\n\n{table}\n\n{verdict}\n"
+    body = (f"{provenance(f'{machine}; torch {torch.__version__}')}\n{model_line([SHIPPED_MODEL])}\n- Data: {data}\n\n"
+            f"{table}\n\n{verdict}\n")
     write_section("gpu-portable-path", "The path a torch 2.2 container takes against the fast path (1 GPU, shipped "
                   "defaults)", body, doc=args.doc)
 

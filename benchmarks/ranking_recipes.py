@@ -11,7 +11,7 @@ The shipped defaults always run as the first variant. Each run is train_ddp.py l
 exported model (the artifact's own scorer, preprocessing included) scores the test file and the seeds' scores are
 averaged per document. Runs that share a GPU slow each other down, so the times say how long the runs took side by
 side, not what one run takes alone (benchmarks.ranking_quality measures that). Table on stdout; section
-`ranking-recipes-<size>` in docs/benchmarks.md.
+`recipe-ensembles-<size>` in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"queries, a fifth held out for validation; test NDCG@10 on a separate test file. {args.parallel} run(s) at "
             f"a time on one {'GPU' if args.device == 'cuda' else 'CPU'}\n\n{table}\n")
     print(table)
-    write_section(f"ranking-recipes-{args.size}", f"How the recipe was chosen ({args.size.upper()} size, search-like "
+    write_section(f"recipe-ensembles-{args.size}", f"How the recipe was chosen ({args.size.upper()} size, search-like "
                   "data, seeds and their ensemble)", body, doc=args.doc)
 
 
