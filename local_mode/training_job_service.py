@@ -52,7 +52,7 @@ class TrainingJobService:
         return handlers[operation](params)
 
     def create_training_job(self, params: dict[str, Any]) -> dict[str, Any]:
-        _check_training_request(params)
+        check_training_request(params)
         name = params["TrainingJobName"]
         arn = f"arn:aws:sagemaker:{LOCAL_REGION}:{self._account_id}:training-job/{name.lower()}"
         with self._lock:
@@ -69,7 +69,7 @@ class TrainingJobService:
         return {"TrainingJobArn": arn}
 
     def describe_training_job(self, params: dict[str, Any]) -> dict[str, Any]:
-        return self._job(params["TrainingJobName"]).describe()
+        return self.job(params["TrainingJobName"]).describe()
 
     def list_training_jobs(self, params: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -93,7 +93,7 @@ class TrainingJobService:
         return {"Tags": list(job.request.get("Tags", []))}
 
     def stop_training_job(self, params: dict[str, Any]) -> dict[str, Any]:
-        job = self._job(params["TrainingJobName"])
+        job = self.job(params["TrainingJobName"])
         if job.status != "InProgress":
             raise validation_error(f"The request was rejected because the training job is in status {job.status}.")
         job.request_stop()
@@ -108,7 +108,7 @@ class TrainingJobService:
         for job in running:
             job.finished.wait(self._settings.stop_grace_seconds + 30)
 
-    def _job(self, name: str) -> TrainingJob:
+    def job(self, name: str) -> TrainingJob:
         with self._lock:
             if name not in self._jobs:
                 # The service's answer for an unknown training job name.
@@ -116,7 +116,7 @@ class TrainingJobService:
             return self._jobs[name]
 
 
-def _check_training_request(params: dict[str, Any]) -> None:
+def check_training_request(params: dict[str, Any]) -> None:
     """Rules the service enforces beyond the model's shapes (the model allows 0 instances for instance groups)."""
     resources = params["ResourceConfig"]
     if "InstanceGroups" in resources:
