@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from botocore.model import Shape
+
 from local_mode.request_validation import operation_model
 from local_mode.tuning_search import emulation_notes
 
@@ -55,12 +57,14 @@ def parameter_ranges(ranges: tuple[tuple[str, str], ...]) -> dict[str, list[dict
 
 def tuning_job_request(training_request: dict[str, Any], *, name: str, options: TuningOptions) -> dict[str, Any]:
     """The tuning job whose TrainingJobDefinition is `training_request` (CreateTrainingJob), its tuned
-    hyperparameters taken out of the static ones and its tags moved to the tuning job."""
+    hyperparameters taken out of the static ones, its checkpoints left out and its tags moved to the tuning job."""
     ranges = parameter_ranges(options.ranges)
     tuned = {entry["Name"] for entries in ranges.values() for entry in entries}
-    definition_fields = operation_model("CreateHyperParameterTuningJob").input_shape.members[
-        "TrainingJobDefinition"].members
-    definition = {field: value for field, value in training_request.items() if field in definition_fields}
+    definition = _within(training_request, operation_model("CreateHyperParameterTuningJob").input_shape.members[
+        "TrainingJobDefinition"])
+    # Every trial gets the definition's CheckpointConfig unchanged: trials sharing one checkpoint prefix would each
+    # resume from another trial's snapshot, so the tuning job's trials keep no checkpoints.
+    definition.pop("CheckpointConfig", None)
     definition["StaticHyperParameters"] = {key: value for key, value in training_request.get(
         "HyperParameters", {}).items() if key not in tuned}
     limits: dict[str, int] = {"MaxParallelTrainingJobs": options.max_parallel_jobs}
@@ -77,6 +81,16 @@ def tuning_job_request(training_request: dict[str, Any], *, name: str, options: 
     if training_request.get("Tags"):
         request["Tags"] = training_request["Tags"]
     return request
+
+
+def _within(value: Any, shape: Shape) -> Any:
+    """`value` less the members `shape` does not have, at every depth (a tuning job's training job definition holds
+    fewer fields than CreateTrainingJob, e.g. no Debugger or Profiler settings and a smaller AlgorithmSpecification)."""
+    if shape.type_name == "structure" and isinstance(value, dict):
+        return {name: _within(item, shape.members[name]) for name, item in value.items() if name in shape.members}
+    if shape.type_name == "list" and isinstance(value, list):
+        return [_within(item, shape.member) for item in value]
+    return value
 
 
 @dataclass(frozen=True)
