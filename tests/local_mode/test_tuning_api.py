@@ -19,11 +19,10 @@ from botocore.validate import ParamValidator
 
 from local_mode.event_rules import matches
 from local_mode.job_state_events import TUNING_DETAIL_TYPE, tuning_job_state_change_event
+from local_mode.pipeline import wait_for_tuning_job
 from local_mode.request_validation import operation_model
 
 pytestmark = pytest.mark.slow
-
-TERMINAL = ("Completed", "Failed", "Stopped")
 
 
 def expected_objective(tuned: dict[str, str], static_epochs: int = 3) -> float:
@@ -31,14 +30,8 @@ def expected_objective(tuned: dict[str, str], static_epochs: int = 3) -> float:
     return round(epochs / (epochs + 1) - abs(math.log10(float(tuned["learning-rate"])) + 2) / 10, 6)
 
 
-def wait_for_tuning(sagemaker: Any, name: str, timeout: float = 120) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        description = sagemaker.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName=name)
-        if description["HyperParameterTuningJobStatus"] in TERMINAL:
-            return description
-        assert time.monotonic() < deadline, f"tuning job {name} still running: {description}"
-        time.sleep(0.2)
+def wait_for_tuning(sagemaker: Any, name: str) -> dict[str, Any]:
+    return wait_for_tuning_job(sagemaker, name, timeout=120)
 
 
 def trials_of(sagemaker: Any, name: str) -> list[dict[str, Any]]:
