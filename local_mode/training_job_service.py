@@ -27,6 +27,18 @@ def _ignore_log_line(host: str, line: str) -> None:
     """The default log sink: each host's log file already holds every line."""
 
 
+Handler = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def dispatch(handlers: dict[str, Handler], operation: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Answer one API call by its X-Amz-Target operation name, after the service model's checks."""
+    if operation not in handlers:
+        raise ServiceError("UnknownOperationException",
+                           f"local SageMaker serves {sorted(handlers)}; {operation!r} is not one of them")
+    validate_request(operation, params)
+    return handlers[operation](params)
+
+
 class TrainingJobService:
     def __init__(self, *, s3_endpoint_url: str, account_id: str, settings: RunnerSettings,
                  on_log_line: LogSink = _ignore_log_line, logs_endpoint_url: str | None = None) -> None:
@@ -40,18 +52,17 @@ class TrainingJobService:
         self._jobs: dict[str, TrainingJob] = {}
         self._lock = threading.Lock()
 
-    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Dispatch one API call by its X-Amz-Target operation name."""
-        handlers = {"CreateTrainingJob": self.create_training_job, "DescribeTrainingJob": self.describe_training_job,
-                    "ListTrainingJobs": self.list_training_jobs, "StopTrainingJob": self.stop_training_job,
-                    "ListTags": self.list_tags}
-        if operation not in handlers:
-            raise ServiceError("UnknownOperationException",
-                               f"local SageMaker serves {sorted(handlers)}; {operation!r} is not one of them")
-        validate_request(operation, params)
-        return handlers[operation](params)
+    def handlers(self) -> dict[str, Handler]:
+        """Each operation this service answers, by its X-Amz-Target name."""
+        return {"CreateTrainingJob": self.create_training_job, "DescribeTrainingJob": self.describe_training_job,
+                "ListTrainingJobs": self.list_training_jobs, "StopTrainingJob": self.stop_training_job,
+                "ListTags": self.list_tags}
 
-    def create_training_job(self, params: dict[str, Any]) -> dict[str, Any]:
+    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        return dispatch(self.handlers(), operation, params)
+
+    def create_training_job(self, params: dict[str, Any], *, tuning_job_arn: str | None = None) -> dict[str, Any]:
+        """`tuning_job_arn`: the tuning job launching this job as one of its trials."""
         check_training_request(params)
         name = params["TrainingJobName"]
         arn = f"arn:aws:sagemaker:{LOCAL_REGION}:{self._account_id}:training-job/{name.lower()}"
@@ -59,7 +70,7 @@ class TrainingJobService:
             if name in self._jobs:
                 raise ServiceError("ResourceInUse", f"Training job names must be unique within an AWS account and "
                                                     f"region, and a training job with this name already exists ({arn})")
-            job = self._jobs[name] = TrainingJob(params, arn)
+            job = self._jobs[name] = TrainingJob(params, arn, tuning_job_arn)
         # One client of each per job: boto3 clients are thread-safe, sessions are not.
         s3 = local_client("s3", self._s3_endpoint_url)
         logs = local_client("logs", self._logs_endpoint_url) if self._logs_endpoint_url else None

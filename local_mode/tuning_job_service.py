@@ -19,12 +19,10 @@ from typing import Any
 from local_mode.local_clients import LOCAL_REGION
 from local_mode.request_validation import validate_request
 from local_mode.service_errors import ServiceError, validation_error
-from local_mode.training_job_service import TrainingJobService, check_training_request
+from local_mode.training_job_service import Handler, TrainingJobService, check_training_request, dispatch
 from local_mode.tuning_job import Trial, TuningJob, trial_training_request
 from local_mode.tuning_search import emulation_notes, parse_ranges, trial_hyperparameters
 
-TUNING_OPERATIONS = ("CreateHyperParameterTuningJob", "DescribeHyperParameterTuningJob",
-                     "ListTrainingJobsForHyperParameterTuningJob", "StopHyperParameterTuningJob")
 POLL_SECONDS = 0.1
 # The service's answer when an objective names no metric definition (what CreateHyperParameterTuningJob says).
 MISSING_OBJECTIVE_METRIC = ("A metric is required for this hyperparameter tuning job objective. Provide a metric in "
@@ -57,16 +55,15 @@ class TuningJobService:
         self._lock = threading.Lock()
         self.listener_errors: list[str] = []
 
+    def handlers(self) -> dict[str, Handler]:
+        """Each operation this service answers (the training jobs' too), by its X-Amz-Target name."""
+        return {**self.training.handlers(), "CreateHyperParameterTuningJob": self.create_tuning_job,
+                "DescribeHyperParameterTuningJob": self.describe_tuning_job,
+                "ListTrainingJobsForHyperParameterTuningJob": self.list_trials,
+                "StopHyperParameterTuningJob": self.stop_tuning_job}
+
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Dispatch one API call by its X-Amz-Target operation name."""
-        handlers = {"CreateHyperParameterTuningJob": self.create_tuning_job,
-                    "DescribeHyperParameterTuningJob": self.describe_tuning_job,
-                    "ListTrainingJobsForHyperParameterTuningJob": self.list_trials,
-                    "StopHyperParameterTuningJob": self.stop_tuning_job}
-        if operation not in handlers:
-            return self.training.call(operation, params)
-        validate_request(operation, params)
-        return handlers[operation](params)
+        return dispatch(self.handlers(), operation, params)
 
     def create_tuning_job(self, params: dict[str, Any]) -> dict[str, Any]:
         name = params["HyperParameterTuningJobName"]
@@ -172,7 +169,8 @@ class TuningJobService:
             request = trial_training_request(definition, name=_trial_name(job.name, index), tuned=tuned,
                                              objective_metric=job.objective["MetricName"],
                                              tags=job.request.get("Tags", []))
-            self.training.call("CreateTrainingJob", request)
+            validate_request("CreateTrainingJob", request)
+            self.training.create_training_job(request, tuning_job_arn=job.arn)
             job.add_trial(Trial(tuned=tuned, job=self.training.job(request["TrainingJobName"])))
 
     def _stop_trials(self, job: TuningJob) -> None:

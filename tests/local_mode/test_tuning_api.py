@@ -90,6 +90,7 @@ def test_a_random_tuning_job_runs_its_trials_two_at_a_time_and_reports_the_best(
         assert job["HyperParameters"] == {**static, **trial["TunedHyperParameters"],
                                           "_tuning_objective_metric": "val_ndcg@10"}
         assert job["AlgorithmSpecification"] == request["TrainingJobDefinition"]["AlgorithmSpecification"]
+        assert job["TuningJobArn"] == arn
         assert tuning_sagemaker.list_tags(ResourceArn=job["TrainingJobArn"])["Tags"] == request["Tags"]
 
 
