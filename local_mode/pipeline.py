@@ -216,7 +216,7 @@ class LocalPipeline:
                                         sagemaker_url=self._sagemaker_endpoint.url if self._sagemaker_endpoint
                                         else "", code_dir=self.registrar.code_dir, handler=self.registrar.handler,
                                         function_name=REGISTRAR_NAME)
-        except RuntimeError as error:  # in the cloud the event would go to the registrar's dead-letter queue
+        except Exception as error:  # in the cloud the event would go to the registrar's dead-letter queue
             result = {"status": "failed", "reason": str(error)}
         if description["HyperParameterTuningJobStatus"] in TERMINAL_TUNING_STATUSES:
             with self._tuning_delivered:
