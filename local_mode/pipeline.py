@@ -43,7 +43,6 @@ from local_mode.tuning_job_service import TuningJobService
 from local_mode.watchdog_schedule import LocalSchedule, WatchdogTiming, schedule_seconds, scheduled_event
 from stacks.job_watchdog import POWERTOOLS_SERVICE_NAME as WATCHDOG_NAME
 from stacks.model_registration import POWERTOOLS_SERVICE_NAME as REGISTRAR_NAME
-from stacks.model_registration import REGISTERED_JOB_STATES
 
 # The environment variable that tells each function apart from the stacks' other functions: the trigger's names the
 # settings file in its bundle; the registrar's lists the metrics it registers; the watchdog's allows a silence.
@@ -193,35 +192,31 @@ class LocalPipeline:
                               code_dir=self.trigger.code_dir, handler=self.trigger.handler)
 
     def deliver_job_state(self, description: dict[str, Any]) -> dict[str, Any] | None:
-        """EventBridge delivers the job's state change to the registrar when its rule matches (a Completed job);
-        returns the handler's result, or None for a state the rule does not match."""
-        assert self.registrar and self._sagemaker_endpoint, "enter the LocalPipeline first"
-        if description["TrainingJobStatus"] not in REGISTERED_JOB_STATES:
-            return None
+        """EventBridge delivers the job's state change to the registrar when one of its rules matches (a Completed job
+        of the project); returns the handler's result, or None for a state no rule matches."""
         tags = self.sagemaker.list_tags(ResourceArn=description["TrainingJobArn"])["Tags"]
-        event = training_job_state_change_event(description, tags, account=self.account)
-        return invoke_trigger(event, account=self.account, function_environment=self.registrar.environment,
-                              s3_url=self._moto.url, sns_url=self._moto.url, sagemaker_url=self._sagemaker_endpoint.url,
-                              code_dir=self.registrar.code_dir, handler=self.registrar.handler,
-                              function_name=REGISTRAR_NAME)
+        return self._to_registrar(training_job_state_change_event(description, tags, account=self.account))
 
     def _tuning_state_changed(self, description: dict[str, Any], tags: list[dict[str, str]]) -> None:
-        """EventBridge's part: the tuning job's state change goes to the registrar when a rule targeting it matches."""
-        event = tuning_job_state_change_event(description, tags, account=self.account)
-        result = None
+        """The tuning service's listener: its state change goes to the registrar as EventBridge would send it."""
         try:
-            if self.registrar and any(matches(pattern, event) for pattern in self._registrar_patterns):
-                result = invoke_trigger(event, account=self.account, function_environment=self.registrar.environment,
-                                        s3_url=self._moto.url, sns_url=self._moto.url,
-                                        sagemaker_url=self._sagemaker_endpoint.url if self._sagemaker_endpoint
-                                        else "", code_dir=self.registrar.code_dir, handler=self.registrar.handler,
-                                        function_name=REGISTRAR_NAME)
+            result = self._to_registrar(tuning_job_state_change_event(description, tags, account=self.account))
         except Exception as error:  # in the cloud the event would go to the registrar's dead-letter queue
             result = {"status": "failed", "reason": str(error)}
         if description["HyperParameterTuningJobStatus"] in TERMINAL_TUNING_STATUSES:
             with self._tuning_delivered:
                 self._tuning_deliveries[description["HyperParameterTuningJobName"]] = result
                 self._tuning_delivered.notify_all()
+
+    def _to_registrar(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """Invoke the registrar with `event` when a rule of the stacks that targets it matches; its result, or None."""
+        assert self.registrar and self._sagemaker_endpoint, "enter the LocalPipeline first"
+        if not any(matches(pattern, event) for pattern in self._registrar_patterns):
+            return None
+        return invoke_trigger(event, account=self.account, function_environment=self.registrar.environment,
+                              s3_url=self._moto.url, sns_url=self._moto.url, sagemaker_url=self._sagemaker_endpoint.url,
+                              code_dir=self.registrar.code_dir, handler=self.registrar.handler,
+                              function_name=REGISTRAR_NAME)
 
     def tuning_delivery(self, tuning_job_name: str, *, timeout: float = 300) -> dict[str, Any] | None:
         """The registrar's answer to the tuning job's final state change, once delivered; None when no rule of the
