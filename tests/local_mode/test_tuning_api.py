@@ -155,6 +155,13 @@ def test_failed_trials_are_counted_and_the_best_is_among_the_others(tuning_sagem
     assert [trial["TunedHyperParameters"]["learning-rate"] for trial in failed] == ["0.5"]
     assert "diverged" in failed[0]["FailureReason"] and "FinalHyperParameterTuningJobObjectiveMetric" not in failed[0]
     assert description["BestTrainingJob"]["TunedHyperParameters"] == {"learning-rate": "0.01"}
+    # And listed by objective, the scored trials come best first and the failed one last; by status, only it
+    by_objective = tuning_sagemaker.list_training_jobs_for_hyper_parameter_tuning_job(
+        HyperParameterTuningJobName="tune-some-fail", SortBy="FinalObjectiveMetricValue")["TrainingJobSummaries"]
+    assert [trial["TunedHyperParameters"]["learning-rate"] for trial in by_objective] == ["0.01", "0.001", "0.5"]
+    failed_only = tuning_sagemaker.list_training_jobs_for_hyper_parameter_tuning_job(
+        HyperParameterTuningJobName="tune-some-fail", StatusEquals="Failed")["TrainingJobSummaries"]
+    assert [trial["TrainingJobName"] for trial in failed_only] == [failed[0]["TrainingJobName"]]
 
 
 def test_a_tuning_job_whose_trials_all_fail_fails_and_says_why(tuning_sagemaker, tuning_request):
@@ -250,6 +257,12 @@ def test_the_state_changes_become_the_eventbridge_event_a_rule_on_completed_tuni
      "Member must have length less than or equal to 32"),
     (lambda request: request["TrainingJobDefinition"]["ResourceConfig"].update(InstanceCount=0),
      "ResourceConfig.InstanceCount must be at least 1"),
+    (lambda request: request.update(WarmStartConfig={"WarmStartType": "IdenticalDataAndAlgorithm",
+                                                     "ParentHyperParameterTuningJobs": [
+                                                         {"HyperParameterTuningJobName": "never-ran"}]}),
+     "holds no tuning job named 'never-ran'"),
+    (lambda request: request.update(TrainingJobDefinitions=[request.pop("TrainingJobDefinition")]),
+     "local mode runs tuning jobs of one TrainingJobDefinition"),
 ])
 def test_requests_the_service_refuses_are_refused_before_any_trial(tuning_sagemaker, tuning_request, change, message):
     request = tuning_request("tune-refused")
@@ -261,6 +274,12 @@ def test_requests_the_service_refuses_are_refused_before_any_trial(tuning_sagema
     assert raised.value.response["Error"]["Code"] == "ValidationException"
     assert message in raised.value.response["Error"]["Message"]
     assert tuning_sagemaker.list_training_jobs()["TrainingJobSummaries"] == []
+
+
+def test_an_unknown_tuning_job_is_not_found(tuning_sagemaker):
+    with pytest.raises(ClientError) as raised:
+        tuning_sagemaker.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName="tune-unknown")
+    assert raised.value.response["Error"]["Code"] == "ResourceNotFound"
 
 
 def test_a_tuning_job_name_is_unique(tuning_sagemaker, tuning_request):
