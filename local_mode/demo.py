@@ -29,7 +29,13 @@ from local_mode.container_envs import container_env
 from local_mode.pipeline import LocalPipeline, wait_for_tuning_job
 from local_mode.s3_transfer import split_s3_uri
 from local_mode.synthesized_app import PROJECT_ROOT
-from local_mode.tuning_demo import TuningOptions, TuningResult, summarize_tuning, tuning_job_request
+from local_mode.tuning_demo import (
+    TuningOptions,
+    TuningResult,
+    manifest_section,
+    summarize_tuning,
+    tuning_job_request,
+)
 from local_mode.watchdog_schedule import WatchdogTiming
 from stacks.training_code_modules import training_code_module
 
@@ -149,22 +155,36 @@ def run_tuning_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Pat
     builds for it, follow it, summarize its trials and the registration of its best model."""
     assert options.tuning, "run_tuning_demo_job needs DemoOptions.tuning"
     version = _new_version()
-    training = demo_manifest(options)
-    pipeline.upload_channels(channels_of(data), dataset=DATASET_NAME, version=version, manifest=training)
-    # The trigger's dry run builds the training request and runs its guards on it; this demo wraps that request in the
-    # tuning job the trigger's tuning section describes.
-    planned = pipeline.invoke_trigger({"dataset": DATASET_NAME, "version": version, "dry_run": True,
-                                       **training["training"]})
-    if planned.get("status") != "dry_run":
-        raise TriggerRefused(f"the trigger refused the training job of the tuning job: {json.dumps(planned)[:2000]}")
-    name = f"{pipeline.static_settings['job_name_prefix']}-tune-{uuid.uuid4().hex[:6]}"
-    pipeline.sagemaker.create_hyper_parameter_tuning_job(**tuning_job_request(planned["request"], name=name,
-                                                                              options=options.tuning))
+    manifest = demo_manifest(options)
+    marker = pipeline.upload_channels(channels_of(data), dataset=DATASET_NAME, version=version, manifest=manifest)
+    name = start_tuning_job(pipeline, marker, version=version, options=options)
     description = wait_for_tuning_job(pipeline.sagemaker, name)
     pages = pipeline.sagemaker.get_paginator("list_training_jobs_for_hyper_parameter_tuning_job").paginate(
         HyperParameterTuningJobName=name, SortBy="Name", SortOrder="Ascending")
     trials = [summary for page in pages for summary in page["TrainingJobSummaries"]]
     return summarize_tuning(description, trials, pipeline.tuning_delivery(name))
+
+
+def start_tuning_job(pipeline: LocalPipeline, marker: str, *, version: str, options: DemoOptions) -> str:
+    """Start the tuning job the version's manifest asks for; returns its name.
+
+    A trigger that builds tuning jobs answers the dry run of the version with `job_kind: tuning` and starts the tuning
+    job from the marker's event. One that builds training jobs only still builds and checks the trials' training
+    request (its guards included), which the demo then wraps in the tuning job itself.
+    """
+    assert options.tuning, "start_tuning_job needs DemoOptions.tuning"
+    planned = pipeline.invoke_trigger({"dataset": DATASET_NAME, "version": version, "dry_run": True})
+    if planned.get("status") != "dry_run":
+        raise TriggerRefused(f"the trigger refused the tuning job's training job: {json.dumps(planned)[:2000]}")
+    if planned.get("job_kind") == "tuning":
+        started = pipeline.deliver(marker)
+        if started.get("status") != "started":
+            raise TriggerRefused(f"the trigger started no tuning job: {json.dumps(started)[:2000]}")
+        return started["job_name"]
+    name = f"{pipeline.static_settings['job_name_prefix']}-tune-{uuid.uuid4().hex[:6]}"
+    pipeline.sagemaker.create_hyper_parameter_tuning_job(**tuning_job_request(planned["request"], name=name,
+                                                                              options=options.tuning))
+    return name
 
 
 def _new_version() -> str:
@@ -188,9 +208,13 @@ def demo_manifest(options: DemoOptions) -> dict[str, Any]:
     """
     own_entry_point = options.source_dir is None
     hyperparameters = {**({"epochs": options.epochs} if own_entry_point else {}), **dict(options.hyperparameters)}
-    return {"training": {"entry_point": options.entry_point, "distribution": options.distribution,
-                         "instance_type": profiles.DEFAULT_INSTANCE_TYPES[options.distribution],
-                         "instance_count": options.instance_count, "hyperparameters": hyperparameters}}
+    manifest: dict[str, Any] = {"training": {
+        "entry_point": options.entry_point, "distribution": options.distribution,
+        "instance_type": profiles.DEFAULT_INSTANCE_TYPES[options.distribution],
+        "instance_count": options.instance_count, "hyperparameters": hyperparameters}}
+    if options.tuning:
+        manifest["tuning"] = manifest_section(options.tuning)
+    return manifest
 
 
 def follow_job(pipeline: LocalPipeline, job_name: str) -> dict[str, Any]:

@@ -1,6 +1,7 @@
-"""The demo's tuning parts: `--tune NAME=SPEC` ranges, the CreateHyperParameterTuningJob request around the training
-request the trigger builds and checks, and the summary of a finished tuning job (its trials, its best job, what
-local mode did differently, and the registrar's answer).
+"""The demo's tuning parts: `--tune NAME=SPEC` ranges, the manifest's `tuning` section they make, the
+CreateHyperParameterTuningJob request around the training request the trigger builds and checks (for a trigger that
+does not start tuning jobs itself), and the summary of a finished tuning job (its trials, its best job, what local
+mode did differently, and the registrar's answer).
 
 A range SPEC is `continuous:MIN:MAX[:log]`, `integer:MIN:MAX[:log]` or `categorical:VALUE,VALUE,...`.
 """
@@ -53,6 +54,28 @@ def parameter_ranges(ranges: tuple[tuple[str, str], ...]) -> dict[str, list[dict
                      "ScalingType": "Logarithmic" if len(bounds) == 3 else "Linear"}
         parsed.setdefault(_KINDS[kind], []).append(entry)
     return parsed
+
+
+def manifest_section(options: TuningOptions) -> dict[str, Any]:
+    """The manifest's `tuning` section (docs/tuning.md) asking for this tuning job."""
+    ranges: dict[str, dict[str, Any]] = {}
+    for kind, entries in parameter_ranges(options.ranges).items():
+        for entry in entries:
+            if kind == "CategoricalParameterRanges":
+                ranges[entry["Name"]] = {"type": "categorical", "values": entry["Values"]}
+                continue
+            number = int if kind == "IntegerParameterRanges" else float
+            ranges[entry["Name"]] = {"type": "integer" if number is int else "continuous",
+                                     "min": number(entry["MinValue"]), "max": number(entry["MaxValue"]),
+                                     "scaling": entry["ScalingType"]}
+    section: dict[str, Any] = {"objective_metric": options.objective_metric, "objective_type": options.objective_type,
+                               "strategy": options.strategy, "max_parallel_jobs": options.max_parallel_jobs,
+                               "early_stopping": options.early_stopping, "ranges": ranges}
+    if options.max_jobs is not None:
+        section["max_jobs"] = options.max_jobs
+    if options.random_seed is not None:
+        section["random_seed"] = options.random_seed
+    return section
 
 
 def tuning_job_request(training_request: dict[str, Any], *, name: str, options: TuningOptions) -> dict[str, Any]:

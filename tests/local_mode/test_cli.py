@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from local_mode.cli import parse_options
+from local_mode.demo import demo_manifest
 from local_mode.tuning_demo import parameter_ranges
 
 
@@ -63,3 +64,15 @@ def test_a_bad_tune_spec_is_refused_naming_the_fix(capsys):
     with pytest.raises(SystemExit):
         parse_options(["--tune", "epochs=1:5"])
     assert "--tune epochs=1:5: write NAME=continuous:MIN:MAX[:log]" in capsys.readouterr().err
+
+
+def test_tune_options_become_the_manifests_tuning_section():
+    options = parse_options(["--tune", "learning-rate=continuous:0.0001:0.1:log", "--tune", "epochs=integer:1:5",
+                             "--tune", "loss=categorical:listnet,lambdarank", "--random-seed", "3"])
+    assert demo_manifest(options)["tuning"] == {
+        "objective_metric": "val_ndcg@10", "objective_type": "Maximize", "strategy": "Random", "max_jobs": 4,
+        "max_parallel_jobs": 2, "early_stopping": "Off", "random_seed": 3,
+        "ranges": {"learning-rate": {"type": "continuous", "min": 0.0001, "max": 0.1, "scaling": "Logarithmic"},
+                   "epochs": {"type": "integer", "min": 1, "max": 5, "scaling": "Linear"},
+                   "loss": {"type": "categorical", "values": ["listnet", "lambdarank"]}}}
+    assert "tuning" not in demo_manifest(parse_options([]))
