@@ -1,7 +1,7 @@
 """One hyperparameter tuning job's record: its request, the trials it launched, and what the service reports of them.
 
-Each trial is an ordinary training job built from the TrainingJobDefinition: the definition's fields, its
-StaticHyperParameters with the trial's tuned values over them, the `_tuning_objective_metric` hyperparameter the
+Each trial is an ordinary training job built from the TrainingJobDefinition: the definition's fields (its
+ResourceConfig, or the instances its HyperParameterTuningResourceConfig names), its StaticHyperParameters with the trial's tuned values over them, the `_tuning_objective_metric` hyperparameter the
 service adds (the container toolkit keeps it from the script), and the tuning job's tags. A trial's objective is the
 final value its log gave the objective metric's MetricDefinitions regex; the best trial is the one with the highest
 (Maximize) or lowest (Minimize) objective, the earlier trial on a tie.
@@ -36,9 +36,22 @@ def trial_training_request(definition: dict[str, Any], *, name: str, tuned: dict
     }
     request.update({field: copy.deepcopy(definition[field]) for field in _COPIED_DEFINITION_FIELDS
                     if field in definition})
+    if "HyperParameterTuningResourceConfig" in definition:
+        request["ResourceConfig"] = tuning_resources(definition["HyperParameterTuningResourceConfig"])
     if tags:
         request["Tags"] = copy.deepcopy(tags)
     return request
+
+
+def tuning_resources(config: dict[str, Any]) -> dict[str, Any]:
+    """A trial's ResourceConfig from the tuning API's HyperParameterTuningResourceConfig: its instance type, count
+    and volume, or with InstanceConfigs the first of them (locally every instance type is this machine, so the
+    service's fallback to the next type never happens)."""
+    chosen = config["InstanceConfigs"][0] if config.get("InstanceConfigs") else config
+    resources = {key: chosen[key] for key in ("InstanceType", "InstanceCount", "VolumeSizeInGB") if key in chosen}
+    if "VolumeKmsKeyId" in config:
+        resources["VolumeKmsKeyId"] = config["VolumeKmsKeyId"]
+    return resources
 
 
 @dataclass(frozen=True)

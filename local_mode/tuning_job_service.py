@@ -196,9 +196,9 @@ def _single_definition(params: dict[str, Any]) -> dict[str, Any]:
     if "TrainingJobDefinition" not in params:
         raise validation_error("TrainingJobDefinition is required: it is the training job each trial runs")
     definition = params["TrainingJobDefinition"]
-    if "HyperParameterTuningResourceConfig" in definition:
-        raise validation_error("TrainingJobDefinition.HyperParameterTuningResourceConfig: local mode runs each trial "
-                               "on ResourceConfig; set TrainingJobDefinition.ResourceConfig instead")
+    if ("ResourceConfig" in definition) == ("HyperParameterTuningResourceConfig" in definition):
+        raise validation_error("TrainingJobDefinition: give exactly one of ResourceConfig and "
+                               "HyperParameterTuningResourceConfig (the instances each trial runs on)")
     return definition
 
 

@@ -263,6 +263,9 @@ def test_the_state_changes_become_the_eventbridge_event_a_rule_on_completed_tuni
      "holds no tuning job named 'never-ran'"),
     (lambda request: request.update(TrainingJobDefinitions=[request.pop("TrainingJobDefinition")]),
      "local mode runs tuning jobs of one TrainingJobDefinition"),
+    (lambda request: request["TrainingJobDefinition"].update(HyperParameterTuningResourceConfig={
+        "InstanceType": "ml.c5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 50}),
+     "give exactly one of ResourceConfig and HyperParameterTuningResourceConfig"),
 ])
 def test_requests_the_service_refuses_are_refused_before_any_trial(tuning_sagemaker, tuning_request, change, message):
     request = tuning_request("tune-refused")
@@ -274,6 +277,24 @@ def test_requests_the_service_refuses_are_refused_before_any_trial(tuning_sagema
     assert raised.value.response["Error"]["Code"] == "ValidationException"
     assert message in raised.value.response["Error"]["Message"]
     assert tuning_sagemaker.list_training_jobs()["TrainingJobSummaries"] == []
+
+
+def test_trials_run_on_the_instances_the_tuning_resource_config_names(tuning_sagemaker, tuning_request):
+    # Given a definition in the tuning API's own resource shape, as SDK v2 sends it
+    request = tuning_request("tune-resources", max_jobs=1, parallel=1)
+    definition = request["TrainingJobDefinition"]
+    definition["HyperParameterTuningResourceConfig"] = {"InstanceType": "ml.c5.xlarge", "InstanceCount": 1,
+                                                        "VolumeSizeInGB": 50}
+    del definition["ResourceConfig"]
+
+    # When it runs
+    tuning_sagemaker.create_hyper_parameter_tuning_job(**request)
+    assert wait_for_tuning(tuning_sagemaker, "tune-resources")["HyperParameterTuningJobStatus"] == "Completed"
+
+    # Then its trial ran on those instances
+    trial = trials_of(tuning_sagemaker, "tune-resources")[0]["TrainingJobName"]
+    assert tuning_sagemaker.describe_training_job(TrainingJobName=trial)["ResourceConfig"] == {
+        "InstanceType": "ml.c5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 50}
 
 
 def test_an_unknown_tuning_job_is_not_found(tuning_sagemaker):
