@@ -40,12 +40,12 @@ def preflight_errors(request: dict[str, Any], spec: TrainingJobSpec, settings: S
                                  limits=training_environment_limits()))
 
 
-def service_model_errors(request: dict[str, Any]) -> list[str]:
-    input_shape = sagemaker_client().meta.service_model.operation_model("CreateTrainingJob").input_shape
+def service_model_errors(request: dict[str, Any], operation: str = "CreateTrainingJob") -> list[str]:
+    input_shape = sagemaker_client().meta.service_model.operation_model(operation).input_shape
     report = ParamValidator().validate(request, input_shape)
     if not report.has_errors():
         return []
-    return [f"CreateTrainingJob request breaks the SageMaker API model: {line.strip()}"
+    return [f"{operation} request breaks the SageMaker API model: {line.strip()}"
             for line in report.generate_report().splitlines() if line.strip()]
 
 
