@@ -13,10 +13,11 @@ from training_trigger.events import Ignored, TriggerRequest, parse_event
 from training_trigger.notifications import publish_rejection
 from training_trigger.observability import DUPLICATE_EVENTS, JOBS_REJECTED, JOBS_STARTED, count, logger
 from training_trigger.planning import plan_training_job
-from training_trigger.preflight import preflight_errors
+from training_trigger.preflight import preflight_errors, tuning_preflight_errors
 from training_trigger.request import build_training_job_request
 from training_trigger.settings import Settings, load_settings
-from training_trigger.submission import submit_training_job
+from training_trigger.submission import submit_training_job, submit_tuning_job
+from training_trigger.tuning_request import build_tuning_job_request
 
 
 def handle_event(event: Mapping[str, Any], settings: Settings | None = None) -> dict[str, Any]:
@@ -42,16 +43,23 @@ def _handle_request(request: TriggerRequest, event: Mapping[str, Any], settings:
         return _ignore(f"no complete dataset version under s3://{settings.data_bucket}/{settings.dataset_prefix}")
     logger.set_correlation_id(spec.job_name)
     job_request = build_training_job_request(spec, settings)
-    errors = preflight_errors(job_request, spec, settings)
+    if spec.tuning is None:
+        kind, submit, errors = "training", submit_training_job, preflight_errors(job_request, spec, settings)
+    else:
+        # The trials are the training job just built; the tuning request wraps it.
+        tuning_request = build_tuning_job_request(spec, settings)
+        kind, submit = "tuning", submit_tuning_job
+        errors = tuning_preflight_errors(tuning_request, job_request, spec, settings)
+        job_request = tuning_request
     if errors:
         return _reject(spec.job_name, errors, event, settings)
     if spec.dry_run:
-        logger.info("dry run: request built and checked, no job started", extra={"request": job_request})
-        return {"status": "dry_run", "job_name": spec.job_name, "request": job_request}
-    status = submit_training_job(job_request)
+        logger.info(f"dry run: {kind} request built and checked, no job started", extra={"request": job_request})
+        return {"status": "dry_run", "job_name": spec.job_name, "job_kind": kind, "request": job_request}
+    status = submit(job_request)
     count(JOBS_STARTED if status == "started" else DUPLICATE_EVENTS)
-    logger.info(f"training job {status}", extra={"trigger_source": request.source, "tags": dict(spec.tags)})
-    return {"status": status, "job_name": spec.job_name}
+    logger.info(f"{kind} job {status}", extra={"trigger_source": request.source, "tags": dict(spec.tags)})
+    return {"status": status, "job_name": spec.job_name, "job_kind": kind}
 
 
 def _ignore(reason: str) -> dict[str, Any]:
