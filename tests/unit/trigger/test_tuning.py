@@ -52,7 +52,7 @@ def test_a_manifest_tuning_section_starts_one_tuning_job_and_a_redelivery_none(s
     # Then one tuning job starts, under one name of at most 32 characters; the second is a duplicate
     assert (first["status"], second["status"]) == ("started", "duplicate")
     assert first["job_name"] == second["job_name"] and len(first["job_name"]) <= 32
-    assert first["job_name"].startswith("ranker-web-search-")
+    assert first["job_name"].startswith("ranker-web-sear-")  # the dataset cut to the room 32 characters leave
     assert first["job_kind"] == "tuning"
     # And the request optimises the ranker's own objective over the two ranges, with the trial's tags
     config = sent[0]["HyperParameterTuningJobConfig"]
@@ -100,7 +100,7 @@ def test_a_range_the_scripts_or_sagemaker_refuse_is_refused_in_dry_run(ranges, m
 
 
 @pytest.mark.parametrize(("tuning", "message"), [
-    ({**RANKER_TUNING, "objective_metric": "val_map"},
+    ({**RANKER_TUNING, "objective_metric": "val_map", "objective_type": "Maximize"},
      "tuning.objective_metric='val_map' is not one of the jobs' metric definitions"),
     ({**RANKER_TUNING, "max_jobs": 400},
      "tuning.max_jobs=400 x instance_count=2 x max_runtime=7200 s may use 1600 instance-hours, over the "
