@@ -16,6 +16,8 @@ from stacks.compliance import acknowledge_wildcards, skip_checkov
 from stacks.project_function import add_project_function
 
 TRAINING_JOB_ACTIONS = ["sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:AddTags"]
+# Creating a tagged tuning job needs AddTags on it too; SageMaker itself starts its trials (as the passed role).
+TUNING_JOB_ACTIONS = ["sagemaker:CreateHyperParameterTuningJob", "sagemaker:AddTags"]
 
 
 def marker_created_pattern(*, bucket_name: str, dataset_prefix: str, marker_names: tuple[str, ...]
@@ -77,8 +79,9 @@ class TrainingTrigger(Construct):
     def _grant(self, *, data_bucket: s3.IBucket, dataset_prefix: str, project_prefix: str,
                execution_role: iam.IRole, topic: sns.ITopic) -> None:
         stack = Stack.of(self)
-        training_jobs = (f"arn:{stack.partition}:sagemaker:{stack.region}:{stack.account}:"
-                         f"training-job/{project_prefix}-*")
+        arn = f"arn:{stack.partition}:sagemaker:{stack.region}:{stack.account}"
+        training_jobs = f"{arn}:training-job/{project_prefix}-*"
+        tuning_jobs = f"{arn}:hyper-parameter-tuning-job/{project_prefix}-*"
         self.log_group.grant_write(self.role)
         data_bucket.grant_read(self.role, f"{dataset_prefix}*")
         topic.grant_publish(self.role)
@@ -86,6 +89,11 @@ class TrainingTrigger(Construct):
             sid="StartProjectTrainingJobs",
             actions=TRAINING_JOB_ACTIONS,
             resources=[training_jobs],
+        ))
+        self.role.add_to_policy(iam.PolicyStatement(
+            sid="StartProjectTuningJobs",
+            actions=TUNING_JOB_ACTIONS,
+            resources=[tuning_jobs],
         ))
         self.role.add_to_policy(iam.PolicyStatement(
             sid="PassExecutionRoleToSageMaker",
@@ -96,10 +104,10 @@ class TrainingTrigger(Construct):
         acknowledge_wildcards(
             self.role,
             reason="The trigger reads objects under the dataset prefix only (read grant: s3:GetObject*, "
-                   "s3:GetBucket*, s3:List*), starts training jobs whose names begin with the project prefix "
-                   "(names are unique per dataset version), and uses the project key for the encrypted queue "
+                   "s3:GetBucket*, s3:List*), starts training and tuning jobs whose names begin with the project "
+                   "prefix (names are unique per dataset version), and uses the project key for the encrypted queue "
                    "and topic (kms:GenerateDataKey*, kms:ReEncrypt*).",
             actions=["s3:GetObject*", "s3:GetBucket*", "s3:List*", "kms:GenerateDataKey*", "kms:ReEncrypt*"],
-            resources=[data_bucket.arn_for_objects(f"{dataset_prefix}*"), training_jobs],
+            resources=[data_bucket.arn_for_objects(f"{dataset_prefix}*"), training_jobs, tuning_jobs],
         )
 
