@@ -53,7 +53,8 @@ class TriggerRequest:
     dry_run: bool = False
     """Build and check the request and return it without starting a job."""
     tuning: TuningSection | None = None
-    """Tune instead of training once: the `tuning` section (docs/tuning.md), over the manifest's."""
+    """Start a hyperparameter tuning job whose trials are this job: the `tuning` section (docs/tuning.md), field
+    by field over the manifest's `tuning`."""
 
 
 @dataclass(frozen=True)
