@@ -7,7 +7,10 @@ how "refused before any call" is proven.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -174,3 +177,59 @@ def test_an_unknown_tuning_field_is_refused_naming_the_fields(sns_stub, sagemake
     assert result["status"] == "rejected"
     assert result["errors"][0].startswith("payload.tuning.max_trials is not a tuning field: use one of "
                                           "['objective_metric',")
+
+
+TUNING_PAGE = Path(__file__).resolve().parents[3] / "docs" / "tuning.md"
+
+
+def _page_json_blocks() -> list[dict]:
+    """The page's manifest (a ```json block) and its payload (`--payload '...'`), as written."""
+    page = TUNING_PAGE.read_text()
+    return [json.loads(block) for block in re.findall(r"```json\n(.*?)```", page, flags=re.DOTALL)] + \
+        [json.loads(block) for block in re.findall(r"--payload '(.*?)'", page, flags=re.DOTALL)]
+
+
+def test_the_pages_ranker_manifest_starts_the_tuning_job_it_describes(s3_stub, sagemaker_stub):
+    # Given the manifest exactly as docs/tuning.md shows it
+    [manifest, _] = _page_json_blocks()
+    sent = []
+    sagemaker_stub.client.meta.events.register_first(
+        "before-parameter-build.sagemaker.CreateHyperParameterTuningJob", lambda params, **_: sent.append(params))
+    _manifest_version(s3_stub, manifest)
+    sagemaker_stub.add_response("create_hyper_parameter_tuning_job", {"HyperParameterTuningJobArn": TUNING_ARN})
+    # When its marker event arrives
+    assert _invoke(load_event("s3_notification_put.json"))["status"] == "started"
+    # Then 4 trials, 2 at a time, maximise val_ndcg@10 on the manifest's instance
+    config = sent[0]["HyperParameterTuningJobConfig"]
+    assert (config["ResourceLimits"], config["HyperParameterTuningJobObjective"]) == (
+        {"MaxNumberOfTrainingJobs": 4, "MaxParallelTrainingJobs": 2}, {"Type": "Maximize", "MetricName": "val_ndcg@10"})
+    assert sent[0]["TrainingJobDefinition"]["HyperParameterTuningResourceConfig"]["InstanceType"] == "ml.g5.2xlarge"
+
+
+def test_the_pages_own_script_payload_runs_as_written_in_dry_run(s3_stub, sagemaker_stub, monkeypatch, tmp_path):
+    # Given the stack the page deploys for a script of one's own, and its payload exactly as written
+    from training_trigger.settings import load_settings
+
+    environ = write_stack_settings(
+        tmp_path, bundle_files=["train.py"], default_entry_point="train.py", checked_entry_points=[],
+        training_flags={}, default_hyperparameters={}, default_tuning_objective={},
+        metric_definitions=[{"Name": "val_loss", "Regex": "val_loss=([0-9.eE+-]+)"}])
+    monkeypatch.setenv("STATIC_SETTINGS_FILE", environ["STATIC_SETTINGS_FILE"])
+    load_settings.cache_clear()
+    [_, payload] = _page_json_blocks()
+    # (the dataset's one complete version)
+    version = "datasets/web-search/2026-11-01/"
+    s3_stub.add_response("list_objects_v2", {"CommonPrefixes": [{"Prefix": version}]}, None)
+    s3_stub.add_response("list_objects_v2", {
+        "Contents": [{"Key": f"{version}_SUCCESS", "ETag": f'"{MARKER_ETAG}"', "Size": 0,
+                      "LastModified": dt.datetime(2026, 11, 1, 6, 12, tzinfo=dt.timezone.utc)}],
+        "CommonPrefixes": [{"Prefix": f"{version}train/"}]}, None)
+    # When it is invoked
+    result = _invoke(payload)
+    # Then the checked request is returned, Random search minimising val_loss over the two ranges
+    assert result["status"] == "dry_run", result
+    config = result["request"]["HyperParameterTuningJobConfig"]
+    assert (config["Strategy"], config["RandomSeed"], config["HyperParameterTuningJobObjective"]) == (
+        "Random", 7, {"Type": "Minimize", "MetricName": "val_loss"})
+    assert config["ParameterRanges"]["CategoricalParameterRanges"] == [
+        {"Name": "optimizer", "Values": ['"sgd"', '"adam"']}]
