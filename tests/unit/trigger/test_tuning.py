@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from training_trigger.tuning import parse_tuning_section
+
 from trigger.sample_inputs import load_event, write_stack_settings
 from trigger.test_handler import (  # noqa: F401 (stack_environment: the handler tests' autouse settings fixture)
     MARKER_ETAG,
@@ -233,3 +235,15 @@ def test_the_pages_own_script_payload_runs_as_written_in_dry_run(s3_stub, sagema
         "Random", 7, {"Type": "Minimize", "MetricName": "val_loss"})
     assert config["ParameterRanges"]["CategoricalParameterRanges"] == [
         {"Name": "optimizer", "Values": ['"sgd"', '"adam"']}]
+
+
+def test_a_payloads_section_goes_over_the_manifests_field_by_field():
+    # Given a manifest's section and a payload's that names only the strategy and new ranges
+    manifest = parse_tuning_section({**RANKER_TUNING, "early_stopping": "Auto"}, "manifest.json tuning")
+    payload = parse_tuning_section({"strategy": "Random", "ranges": {"dropout": {"type": "continuous", "min": 0,
+                                                                                 "max": 0.5}}}, "payload.tuning")
+    # When the payload's goes over the manifest's
+    merged = manifest.then(payload)
+    # Then the payload's fields win, whole ranges included, and the manifest's others stay
+    assert (merged.strategy, merged.max_jobs, merged.early_stopping) == ("Random", 4, "Auto")
+    assert [found.name for found in merged.ranges] == ["dropout"]
