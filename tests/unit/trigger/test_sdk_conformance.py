@@ -1,7 +1,9 @@
-"""Our request equals what the real SageMaker Python SDK v2 (sagemaker==2.257.7) sends for the same settings.
+"""Our requests equal what the real SageMaker Python SDK v2 (sagemaker==2.257.7) sends for the same settings:
+CreateTrainingJob from `PyTorch(...).fit(...)`, CreateHyperParameterTuningJob from
+`HyperparameterTuner(PyTorch(...), ...).fit(...)`.
 
-The SDK builds its request offline here: a `PyTorch` estimator on a `sagemaker.Session` whose SageMaker client is
-a real botocore client behind a Stubber, with the request read off the client's parameter hook. The SDK is a test
+The SDK builds its request offline here: the estimator (and tuner) on a `sagemaker.Session` whose SageMaker client
+is a real botocore client behind a Stubber, with the request read off the client's parameter hook. The SDK is a test
 dependency only; the trigger never imports it.
 """
 
@@ -57,28 +59,28 @@ def _estimator(settings, spec, session, *, framework_version: str, source_dir: s
                     "smdistributed": {"smdistributed": {"dataparallel": {"enabled": True}}},
                     "torch_distributed": {"torch_distributed": {"enabled": True}}}[spec.distribution]
     return PyTorch(
-            entry_point=spec.entry_point, source_dir=source_dir or settings.source_bundle_uri,
-            dependencies=dependencies, code_location=code_location, role=settings.role_arn,
-            framework_version=framework_version, py_version=settings.python_version,
-            instance_type=spec.instance_type, instance_count=spec.instance_count, distribution=distribution,
-            hyperparameters=dict(spec.hyperparameters), output_path=settings.output_s3_uri,
-            checkpoint_s3_uri=checkpoint_s3_uri,
-            checkpoint_local_path="/opt/ml/checkpoints" if checkpoint_s3_uri else None,
-            volume_size=settings.volume_size_gb, max_run=spec.max_runtime, input_mode=settings.input_mode,
-            use_spot_instances=spec.spot, max_wait=settings.max_wait_seconds if spec.spot else None,
-            subnets=list(settings.subnet_ids) or None, security_group_ids=list(settings.security_group_ids) or None,
-            volume_kms_key=settings.kms_key_arn, output_kms_key=settings.kms_key_arn,
-            enable_network_isolation=settings.enable_network_isolation,
-            encrypt_inter_container_traffic=settings.enable_inter_container_encryption,
-            max_retry_attempts=settings.job_retry_attempts or None,
-            keep_alive_period_in_seconds=settings.keep_alive_seconds or None,
-            metric_definitions=[dict(d) for d in settings.metric_definitions],
-            environment=dict(spec.environment) or None,
-            sagemaker_session=session, debugger_hook_config=False, disable_profiler=True,
-            tensorboard_output_config=TensorBoardOutputConfig(
-                s3_output_path=f"{settings.output_s3_uri}{spec.job_name}/tensorboard/",
-                container_local_output_path="/opt/ml/output/tensorboard") if spec.tensorboard else None,
-        )
+        entry_point=spec.entry_point, source_dir=source_dir or settings.source_bundle_uri,
+        dependencies=dependencies, code_location=code_location, role=settings.role_arn,
+        framework_version=framework_version, py_version=settings.python_version,
+        instance_type=spec.instance_type, instance_count=spec.instance_count, distribution=distribution,
+        hyperparameters=dict(spec.hyperparameters), output_path=settings.output_s3_uri,
+        checkpoint_s3_uri=checkpoint_s3_uri,
+        checkpoint_local_path="/opt/ml/checkpoints" if checkpoint_s3_uri else None,
+        volume_size=settings.volume_size_gb, max_run=spec.max_runtime, input_mode=settings.input_mode,
+        use_spot_instances=spec.spot, max_wait=settings.max_wait_seconds if spec.spot else None,
+        subnets=list(settings.subnet_ids) or None, security_group_ids=list(settings.security_group_ids) or None,
+        volume_kms_key=settings.kms_key_arn, output_kms_key=settings.kms_key_arn,
+        enable_network_isolation=settings.enable_network_isolation,
+        encrypt_inter_container_traffic=settings.enable_inter_container_encryption,
+        max_retry_attempts=settings.job_retry_attempts or None,
+        keep_alive_period_in_seconds=settings.keep_alive_seconds or None,
+        metric_definitions=[dict(d) for d in settings.metric_definitions],
+        environment=dict(spec.environment) or None,
+        sagemaker_session=session, debugger_hook_config=False, disable_profiler=True,
+        tensorboard_output_config=TensorBoardOutputConfig(
+            s3_output_path=f"{settings.output_s3_uri}{spec.job_name}/tensorboard/",
+            container_local_output_path="/opt/ml/output/tensorboard") if spec.tensorboard else None,
+    )
 
 
 def _sdk_session(operation: str, response: dict[str, Any]) -> tuple[Any, Any, list[dict[str, Any]]]:
