@@ -53,13 +53,15 @@ def _handle_request(request: TriggerRequest, event: Mapping[str, Any], settings:
         job_request = tuning_request
     if errors:
         return _reject(spec.job_name, errors, event, settings)
+    # A tuning job's result says so; a training job's keeps its shape.
+    marked = {"job_kind": kind} if spec.tuning is not None else {}
     if spec.dry_run:
         logger.info(f"dry run: {kind} request built and checked, no job started", extra={"request": job_request})
-        return {"status": "dry_run", "job_name": spec.job_name, "job_kind": kind, "request": job_request}
+        return {"status": "dry_run", "job_name": spec.job_name, **marked, "request": job_request}
     status = submit(job_request)
     count(JOBS_STARTED if status == "started" else DUPLICATE_EVENTS)
     logger.info(f"{kind} job {status}", extra={"trigger_source": request.source, "tags": dict(spec.tags)})
-    return {"status": status, "job_name": spec.job_name, "job_kind": kind}
+    return {"status": status, "job_name": spec.job_name, **marked}
 
 
 def _ignore(reason: str) -> dict[str, Any]:

@@ -133,6 +133,8 @@ def parse_tuning_section(section: Any, where: str) -> TuningSection:
         errors.append(f"{where}.objective_metric={shown(metric)} is not a metric name: give the Name of one of the "
                       f"jobs' metric definitions")
         metric = None
+    parents, warm_start_type = (_warm_start(section["warm_start"], f"{where}.warm_start", errors)
+                                if "warm_start" in section else ((), None))
     parsed = TuningSection(
         objective_metric=metric,
         objective_type=choice("objective_type", "HyperParameterTuningJobObjectiveType"),
@@ -141,20 +143,13 @@ def parse_tuning_section(section: Any, where: str) -> TuningSection:
         max_parallel_jobs=whole("max_parallel_jobs", 1),
         early_stopping=choice("early_stopping", "TrainingJobEarlyStoppingType"),
         ranges=_ranges(section.get("ranges"), f"{where}.ranges", errors) if "ranges" in section else (),
+        warm_start_parents=parents, warm_start_type=warm_start_type,
         random_seed=whole("random_seed", 0),
         given=frozenset(name for name in section if name in SECTION_FIELDS),
     )
-    if "warm_start" in section:
-        parents, kind = _warm_start(section["warm_start"], f"{where}.warm_start", errors)
-        parsed = TuningSection(**{**_fields(parsed), "warm_start_parents": parents, "warm_start_type": kind},
-                               given=parsed.given)
     if errors:
         raise InvalidInput(errors)
     return parsed
-
-
-def _fields(section: TuningSection) -> dict[str, Any]:
-    return {name: getattr(section, name) for name in section.__dataclass_fields__ if name != "given"}
 
 
 def _ranges(value: Any, where: str, errors: list[str]) -> tuple[ParameterRange, ...]:

@@ -6,6 +6,8 @@ ceiling counted over every trial the tuning job may start. Each error names the 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from training_trigger.hyperparameter_flags import flag_kind, flag_problem
 from training_trigger.job_names import job_name_errors, tuning_job_stem
@@ -64,7 +66,7 @@ def range_errors(found: ParameterRange, where: str) -> list[str]:
     return errors
 
 
-def range_flag_errors(found: ParameterRange, definitions: dict, where: str) -> list[str]:
+def range_flag_errors(found: ParameterRange, definitions: Mapping[str, Any], where: str) -> list[str]:
     """The project's scripts' flag rules for every value the range can give: its bounds, or each of its values."""
     kind = flag_kind(found.name, definitions)
     if kind is None:
