@@ -78,7 +78,8 @@ def test_a_tuning_job_name_is_deterministic_per_key_and_fresh_per_manual_run():
                                                                                            KEY + "x")
     first, second = manual_tuning_job_name("ranker", "web search", now), manual_tuning_job_name("ranker", "web search",
                                                                                                 now)
-    assert first != second and first.startswith("ranker-web-sear-261101061240")
+    # (the stamp is the run's UTC time, to the second)
+    assert first != second and first.startswith(f"ranker-web-sear-{now:%y%m%d%H%M%S}")
 
 
 def test_a_tuning_job_name_over_32_characters_is_refused_naming_the_limit():
