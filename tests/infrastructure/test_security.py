@@ -67,8 +67,8 @@ def test_every_resource_is_scoped_except_where_aws_allows_none(any_app: Synthesi
                 assert unscoped == [], f"actions {unscoped} on Resource '*' in {statement}"
 
 
-def test_training_and_tuning_jobs_and_model_packages_are_limited_to_the_project_prefix(
-        any_app: SynthesizedApp) -> None:
+def test_training_jobs_and_model_packages_are_limited_to_the_project_prefix(any_app: SynthesizedApp) -> None:
+    """Training and tuning jobs, package groups and packages named with the project prefix, nothing else."""
     sagemaker = [statement for statement in _statements(any_app.stateless)
                  if any(str(action).startswith("sagemaker:") for action in _as_list(statement["Action"]))
                  and not set(_as_list(statement["Action"])) <= set(UNSCOPABLE_ACTIONS)]
