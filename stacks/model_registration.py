@@ -1,4 +1,5 @@
-"""The registrar Lambda: each completed project job's model goes into its dataset's Model Registry package group."""
+"""The registrar Lambda: each completed project job's model (a tuning job's best trial's) goes into its dataset's Model
+Registry package group."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def registrar_environment(*, project_prefix: str, quality_metrics: tuple[str, ..
 
 
 class ModelRegistration(Construct):
-    """A rule on the project's `Completed` job state changes invoking the registrar, its role, logs and queue."""
+    """Rules on the project's `Completed` training and tuning job state changes invoking the registrar, its role, logs
+    and queue."""
 
     def __init__(self, scope: Construct, construct_id: str, *, asset_dir: Path, project_prefix: str,
                  quality_metrics: tuple[str, ...], threshold: RegistrationThreshold | None,
@@ -56,7 +58,8 @@ class ModelRegistration(Construct):
         super().__init__(scope, construct_id)
         parts = add_project_function(
             self, name="registrar", calls="SageMaker, S3, SNS", role_description="The model registration Lambda",
-            description="Registers a completed training job's model in the SageMaker Model Registry",
+            description="Registers a completed training job's model, or a completed tuning job's best, in the "
+                        "SageMaker Model Registry",
             asset_dir=asset_dir, environment=registrar_environment(
                 project_prefix=project_prefix, quality_metrics=quality_metrics, threshold=threshold,
                 inference_image=inference_image, inference_instance_type=inference_instance_type,

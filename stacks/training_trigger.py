@@ -33,7 +33,8 @@ def marker_created_pattern(*, bucket_name: str, dataset_prefix: str, marker_name
 
 
 class TrainingTrigger(Construct):
-    """Turns marker uploads (and the optional schedule) into CreateTrainingJob calls."""
+    """Turns marker uploads (and the optional schedule) into CreateTrainingJob (or CreateHyperParameterTuningJob)
+    calls."""
 
     def __init__(self, scope: Construct, construct_id: str, *, asset_dir: Path, environment: dict[str, str],
                  data_bucket: s3.IBucket, dataset_prefix: str, marker_names: tuple[str, ...],
@@ -44,7 +45,7 @@ class TrainingTrigger(Construct):
         super().__init__(scope, construct_id)
         parts = add_project_function(
             self, name="trigger", calls="S3, SageMaker, SNS", role_description="The training trigger Lambda",
-            description="Starts a SageMaker training job when a dataset version is complete", asset_dir=asset_dir,
+            description="Starts a SageMaker training (or tuning) job when a dataset version is complete", asset_dir=asset_dir,
             environment=environment, environment_key=environment_key, key=key, timeout_seconds=timeout_seconds,
             reserved_concurrency=reserved_concurrency, retry_attempts=retry_attempts,
             max_event_age_seconds=max_event_age_seconds, log_retention_days=log_retention_days,
