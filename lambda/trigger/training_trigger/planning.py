@@ -32,7 +32,14 @@ from training_trigger.overrides import (
     parse_overrides,
 )
 from training_trigger.settings import Settings
-from training_trigger.tuning import TUNING_KEY, TuningJob, TuningSection, parse_tuning_section, resolve_tuning
+from training_trigger.tuning import (
+    SECTION_FIELDS,
+    TUNING_KEY,
+    TuningJob,
+    TuningSection,
+    parse_tuning_section,
+    resolve_tuning,
+)
 
 MANIFEST_OVERRIDES_KEY = "training"
 TRAIN_CHANNEL = "train"
@@ -144,11 +151,12 @@ def _manifest_overrides(found: DatasetVersion | None, manifest: Mapping[str, obj
                         settings: Settings) -> JobOverrides:
     if found is None:
         return JobOverrides()
-    misspelt = misspelt_overrides_keys(manifest)
+    misspelt = misspelt_section_keys(manifest)
     if misspelt:
         raise InvalidInput([f"{catalog.uri(found.dataset, found.version)}manifest.json {key} looks like a misspelt "
-                            f"{MANIFEST_OVERRIDES_KEY!r}: job settings go under {MANIFEST_OVERRIDES_KEY!r}; rename it, "
-                            f"or give free metadata a name unlike it" for key in misspelt])
+                            f"{meant!r}: {'job' if meant == MANIFEST_OVERRIDES_KEY else 'tuning'} settings go under "
+                            f"{meant!r}; rename it, or give free metadata a name unlike it"
+                            for key, meant in misspelt.items()])
     training = manifest.get(MANIFEST_OVERRIDES_KEY, {})
     where = f"{catalog.uri(found.dataset, found.version)}manifest.json {MANIFEST_OVERRIDES_KEY}"
     if not isinstance(training, Mapping):
@@ -160,12 +168,24 @@ def _manifest_overrides(found: DatasetVersion | None, manifest: Mapping[str, obj
     return parse_overrides(training, where=where, settings=settings)
 
 
-def misspelt_overrides_keys(manifest: Mapping[str, object]) -> list[str]:
-    """Top-level keys other than `training` that hold job settings: a name close to `training`, or an object
-    naming an override field. Other top-level keys are free metadata."""
-    return [key for key, value in manifest.items() if key not in (MANIFEST_OVERRIDES_KEY, TUNING_KEY) and (
-        difflib.get_close_matches(key.lower(), [MANIFEST_OVERRIDES_KEY], cutoff=0.8)
-        or (isinstance(value, Mapping) and any(name in OVERRIDE_FIELDS for name in value)))]
+def misspelt_section_keys(manifest: Mapping[str, object]) -> dict[str, str]:
+    """Top-level keys other than `training` and `tuning` that hold their settings, each with the section it was
+    meant as: a name close to one, or an object naming an override field (`training`) or a tuning field
+    (`tuning`). Other top-level keys are free metadata."""
+    sections = (MANIFEST_OVERRIDES_KEY, TUNING_KEY)
+    misspelt = {}
+    for key, value in manifest.items():
+        if key in sections:
+            continue
+        close = difflib.get_close_matches(key.lower(), sections, n=1, cutoff=0.8)
+        fields = set(value) if isinstance(value, Mapping) else set()
+        if close:
+            misspelt[key] = close[0]
+        elif fields & set(OVERRIDE_FIELDS):
+            misspelt[key] = MANIFEST_OVERRIDES_KEY
+        elif fields & set(SECTION_FIELDS):
+            misspelt[key] = TUNING_KEY
+    return misspelt
 
 
 def _job_name(request: TriggerRequest, found: DatasetVersion | None, overrides: JobOverrides,

@@ -247,3 +247,18 @@ def test_a_payloads_section_goes_over_the_manifests_field_by_field():
     # Then the payload's fields win, whole ranges included, and the manifest's others stay
     assert (merged.strategy, merged.max_jobs, merged.early_stopping) == ("Random", 4, "Auto")
     assert [found.name for found in merged.ranges] == ["dropout"]
+
+
+@pytest.mark.parametrize("misspelt", ["tunning", "Tuning", "search"])
+def test_a_misspelt_manifest_tuning_key_is_refused_instead_of_a_training_job(misspelt, s3_stub, sns_stub,
+                                                                             sagemaker_stub):
+    # Given a manifest.json whose tuning section sits under another key (a typo, or a guess holding its fields)
+    _manifest_version(s3_stub, {"created_by": "ltr-export nightly", misspelt: RANKER_TUNING})
+    _expect_rejection_notice(sns_stub)
+    # When its marker event arrives
+    result = _invoke(load_event("s3_notification_put.json"))
+    # Then nothing starts (not even a plain training job), and the key is named with the section it was meant as
+    assert result["status"] == "rejected"
+    assert result["errors"] == [f"s3://ranker-data-example/datasets/web search/2026-11-01/manifest.json {misspelt} "
+                                f"looks like a misspelt 'tuning': tuning settings go under 'tuning'; rename it, or "
+                                f"give free metadata a name unlike it"]
