@@ -47,10 +47,11 @@ def static_hyperparameters(spec: TrainingJobSpec, settings: Settings, tuning: Tu
 
 
 def parameter_range(found: ParameterRange) -> dict[str, Any]:
-    """One range as the SDK writes it for a framework estimator: bounds as text, categorical values JSON-encoded
-    (the training toolkit JSON-decodes every hyperparameter)."""
+    """One range as the SDK writes it for a framework estimator: bounds as text; categorical values as text, then
+    JSON-encoded (`CategoricalParameter` keeps `str(value)`), so the training toolkit, which JSON-decodes every
+    hyperparameter, passes each to the script as the text the user wrote (`256`, `listwise`)."""
     if found.type == "categorical":
-        return {"Name": found.name, "Values": [json.dumps(value) for value in found.values]}
+        return {"Name": found.name, "Values": [json.dumps(str(value)) for value in found.values]}
     return {"Name": found.name, "MinValue": str(found.minimum), "MaxValue": str(found.maximum),
             "ScalingType": found.scaling}
 

@@ -334,3 +334,16 @@ def test_the_sdks_tuner_sends_one_checkpoint_prefix_for_every_trial_which_the_tr
                                                                 "LocalPath": "/opt/ml/checkpoints"}
     assert "CheckpointConfig" not in ours["TrainingJobDefinition"]
     _assert_same_tuning_request(ours, sdk)
+
+
+def test_a_grid_search_matches_the_sdks_tuner():
+    # Given a Grid search over two categorical ranges, with as many trials as combinations (the trigger's default
+    # for Grid; the SDK's tuner needs max_jobs given: without it, it sends None, which botocore refuses)
+    tuning = TuningJob(objective_metric="val_ndcg@10", objective_type="Maximize", strategy="Grid", max_jobs=4,
+                       max_parallel_jobs=2, early_stopping="Off",
+                       ranges=(ParameterRange("loss", "categorical", values=("listwise", "pairwise")),
+                               ParameterRange("batch-size", "categorical", values=(256, 512))))
+    settings, spec = stack_settings(), job_spec(job_name="ranker-web-sear-5d0c2e7f1a", tuning=tuning)
+    # When both build the request / Then they are equal field by field (values JSON-encoded, numbers too)
+    _assert_same_tuning_request(build_tuning_job_request(spec, settings),
+                                _sdk_tuning_request(settings, spec, framework_version="2.2.0"))

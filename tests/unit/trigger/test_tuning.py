@@ -141,7 +141,7 @@ def test_a_grid_search_runs_every_combination_by_default(s3_stub, sagemaker_stub
     config = result["request"]["HyperParameterTuningJobConfig"]
     assert config["ResourceLimits"]["MaxNumberOfTrainingJobs"] == 6
     assert config["ParameterRanges"]["CategoricalParameterRanges"][1] == {"Name": "batch-size",
-                                                                          "Values": ["256", "512", "1024"]}
+                                                                          "Values": ['"256"', '"512"', '"1024"']}
 
 
 def test_a_foreign_script_needs_its_own_objective_among_its_metric_definitions(s3_stub, sns_stub, sagemaker_stub,
