@@ -53,10 +53,11 @@ class TuningSection:
     """Most training jobs (trials) the tuning job starts; default: the stack's `tuning_max_jobs`, with `Grid` the
     number of combinations of the categorical values (and never fewer)."""
     max_parallel_jobs: int | None = None
-    """Most trials running at once, at most `max_jobs`; default: the stack's `tuning_max_parallel_jobs`."""
+    """Most trials running at once, at most `max_jobs`; default: the stack's `tuning_max_parallel_jobs`, or `max_jobs`
+    where that is fewer."""
     early_stopping: str | None = None
     """`Off` or `Auto` (SageMaker stops trials unlikely to beat the best so far); default: the stack's
-    `tuning_early_stopping`; `Off` with `Hyperband`, which stops trials itself."""
+    `tuning_early_stopping` (with `Hyperband`, which stops trials itself: `Off`, the only value it allows)."""
     ranges: tuple[ParameterRange, ...] = ()
     """Tuned hyperparameters by flag name: `{"type": "continuous" | "integer", "min": ..., "max": ..., "scaling":
     "Auto" | "Linear" | "Logarithmic" | "ReverseLogarithmic"}` or `{"type": "categorical", "values": [...]}`;
@@ -233,11 +234,13 @@ def resolve_tuning(section: TuningSection, *, entry_point: str, settings: Settin
     strategy = section.strategy or settings.tuning_strategy
     # Grid tries every combination once: that count is its natural number of trials.
     grid_default = grid_combinations(section.ranges) if strategy == "Grid" else None
+    max_jobs = section.max_jobs or grid_default or settings.tuning_max_jobs
     return TuningJob(
-        objective_metric=metric, objective_type=kind, strategy=strategy,
-        max_jobs=section.max_jobs or grid_default or settings.tuning_max_jobs,
-        max_parallel_jobs=section.max_parallel_jobs or settings.tuning_max_parallel_jobs,
-        early_stopping=section.early_stopping or settings.tuning_early_stopping,
+        objective_metric=metric, objective_type=kind, strategy=strategy, max_jobs=max_jobs,
+        # Defaults bend to what the section asks: no more parallel trials than trials, and Hyperband stops trials
+        # itself (SageMaker refuses early stopping with it).
+        max_parallel_jobs=section.max_parallel_jobs or min(settings.tuning_max_parallel_jobs, max_jobs),
+        early_stopping=section.early_stopping or ("Off" if strategy == "Hyperband" else settings.tuning_early_stopping),
         ranges=section.ranges, warm_start_parents=section.warm_start_parents,
         warm_start_type=section.warm_start_type or DEFAULT_WARM_START_TYPE, random_seed=section.random_seed,
     )

@@ -262,3 +262,18 @@ def test_a_misspelt_manifest_tuning_key_is_refused_instead_of_a_training_job(mis
     assert result["errors"] == [f"s3://ranker-data-example/datasets/web search/2026-11-01/manifest.json {misspelt} "
                                 f"looks like a misspelt 'tuning': tuning settings go under 'tuning'; rename it, or "
                                 f"give free metadata a name unlike it"]
+
+
+def test_the_stacks_defaults_bend_to_what_the_section_asks(s3_stub, sagemaker_stub, monkeypatch, tmp_path):
+    # Given a stack whose defaults are 3 parallel trials and early stopping Auto
+    from training_trigger.settings import load_settings
+
+    environ = write_stack_settings(tmp_path, tuning_max_parallel_jobs=3, tuning_early_stopping="Auto")
+    monkeypatch.setenv("STATIC_SETTINGS_FILE", environ["STATIC_SETTINGS_FILE"])
+    load_settings.cache_clear()
+    # When a section asks for 2 trials of a Hyperband search, naming neither default
+    result = _dry_run(s3_stub, {"strategy": "Hyperband", "max_jobs": 2, "ranges": RANKER_TUNING["ranges"]})
+    # Then it runs its 2 trials at once, without early stopping, which Hyperband does not allow
+    assert result["status"] == "dry_run", result
+    config = result["request"]["HyperParameterTuningJobConfig"]
+    assert (config["ResourceLimits"]["MaxParallelTrainingJobs"], config["TrainingJobEarlyStoppingType"]) == (2, "Off")
