@@ -17,9 +17,12 @@ from local_mode.tuning_demo import render_tuning_summary
 pytestmark = pytest.mark.slow
 
 RATES = (0.0005, 0.05)
+# A small model over the raw features: each trial's own work is then a fraction of starting Python and torch.
+SMALL_MODEL = {"width": 16, "num-layers": 2, "encoding": "none", "embedding-width": 0}
 RANKER_TUNING_MANIFEST = {
     "training": {"entry_point": "train_ddp.py", "distribution": "none",
-                 "instance_type": profiles.DEFAULT_INSTANCE_TYPES["none"], "hyperparameters": {"epochs": 3}},
+                 "instance_type": profiles.DEFAULT_INSTANCE_TYPES["none"],
+                 "hyperparameters": {"epochs": 3, **SMALL_MODEL}},
     "tuning": {"strategy": "Random", "max_jobs": 4, "max_parallel_jobs": 2, "random_seed": 5,
                "ranges": {"learning-rate": {"type": "continuous", "min": RATES[0], "max": RATES[1],
                                             "scaling": "Logarithmic"},
