@@ -139,11 +139,18 @@ def project_events(lines: list[tuple[float, str]]) -> tuple[dict[str, float], fl
 
 
 def validation_curve(lines: list[tuple[float, str]]) -> list[tuple[float, float]]:
-    """(arrival, val_ndcg@10) of every validation line: the entry points' per-epoch lines (not the final line, which
-    scores the exported weights again beside the test set) and the LightGBM baseline's per-round lines."""
-    found = ((at, parse_metrics(text)) for at, text in lines)
-    return [(at, metrics["val_ndcg@10"]) for at, metrics in found
-            if "val_ndcg@10" in metrics and "test_ndcg@10" not in metrics]
+    """(arrival, val_ndcg@10) of every validation line: the entry points' per-epoch lines and the LightGBM baseline's
+    per-round lines. An entry point validates its last epoch without a line of its own; its final line scores the
+    exported weights, so it adds a point (at its own, later arrival) only where it beats every logged epoch: then the
+    last epoch's weights are the exported ones."""
+    curve: list[tuple[float, float]] = []
+    for at, text in lines:
+        metrics = parse_metrics(text)
+        if "val_ndcg@10" not in metrics:
+            continue
+        if "test_ndcg@10" not in metrics or metrics["val_ndcg@10"] > max((score for _, score in curve), default=-1.0):
+            curve.append((at, metrics["val_ndcg@10"]))
+    return curve
 
 
 def marked_events(lines: list[tuple[float, str]], prefix: str) -> dict[str, float]:

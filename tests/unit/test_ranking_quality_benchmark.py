@@ -49,14 +49,19 @@ def test_the_table_holds_each_run_against_lightgbm_from_the_same_dataset_with_it
     assert "stopped after 50 rounds without a better NDCG@10 on their validation queries (at most 5,000)" in body
 
 
-def test_the_validation_curve_is_read_from_the_epochs_and_rounds_a_run_logged_not_from_its_final_line():
-    lines = [(1.0, "ingest: rank.train ... in 0.5s"),
-             (2.0, "epoch=1 step=50 train_loss=0.4 learning_rate=0.002 samples_per_second=1000"),
-             (3.0, "epoch=1 step=50 val_loss=0.4 val_ndcg@10=0.79"),
-             (5.0, "epoch=2 step=100 val_loss=0.3 val_ndcg@10=0.81"),
-             (6.0, "epoch=2 step=100 val_ndcg@10=0.81 test_ndcg@10=0.8"),
-             (7.0, "lightgbm: round=3 val_ndcg@10=0.750000"), (8.0, "lightgbm: best round=3")]
-    assert validation_curve(lines) == [(3.0, 0.79), (5.0, 0.81), (7.0, 0.75)]
+def test_the_validation_curve_is_read_from_the_epochs_and_rounds_a_run_logged():
+    epochs = [(1.0, "ingest: rank.train ... in 0.5s"),
+              (2.0, "epoch=1 step=50 train_loss=0.4 learning_rate=0.002 samples_per_second=1000"),
+              (3.0, "epoch=1 step=50 val_loss=0.4 val_ndcg@10=0.79"),
+              (5.0, "epoch=2 step=100 val_loss=0.3 val_ndcg@10=0.81")]
+    # An entry point's final line repeats an epoch's validation: no point of its own
+    assert validation_curve([*epochs, (6.0, "epoch=3 step=150 val_ndcg@10=0.81 test_ndcg@10=0.8")]) == [(3.0, 0.79),
+                                                                                                  (5.0, 0.81)]
+    # Unless it beats every logged epoch: then the exported weights are the last epoch's, which logs no line
+    assert validation_curve([*epochs, (6.0, "epoch=3 step=150 val_ndcg@10=0.82 test_ndcg@10=0.8")])[-1] == (6.0, 0.82)
+    rounds = [(7.0, "lightgbm: round=1 val_ndcg@10=0.750000"), (7.5, "lightgbm: round=2 val_ndcg@10=0.760000"),
+              (8.0, "lightgbm: best round=2")]
+    assert validation_curve(rounds) == [(7.0, 0.75), (7.5, 0.76)]
 
 
 def test_lightgbm_validation_ndcg_is_the_entry_points_metric():
