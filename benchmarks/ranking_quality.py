@@ -59,10 +59,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from ranker.config import TrainConfig
 from ranker.data import synthetic, synthetic_search
 from ranker.data.channels import read_letor_file, split_queries
 
 from benchmarks.gpu_scaling import SAFE_NCCL_ENV
+from benchmarks.models import SHIPPED_MODEL, model_line
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, measured_at, provenance, write_section
 from benchmarks.time_to_model import (ENTRY_POINTS, Run, generate_dataset, machine_description, run_lightgbm,
                                       run_project)
@@ -222,7 +224,10 @@ def render(tables: dict[str, list[tuple[Run, str]]], descriptions: dict[str, str
                  else f"all training queries, {args.lightgbm_rounds:,} rounds")
     curve_text = ("\n\nBest validation NDCG@10 by time since launch (the model each run would export then; validation "
                   "queries and metric shared by all runs):\n\n" + "\n\n".join(curves)) if curves else ""
-    return (f"{provenance(machine=machine)}\n{data_lines}\n"
+    defaults = TrainConfig()
+    return (f"{provenance(machine=machine)}\n{model_line([SHIPPED_MODEL])} (the trainers' shipped defaults: up to "
+            f"{defaults.epochs} epochs, early stopping after {defaults.early_stopping} validations without a better "
+            f"NDCG@10)\n{data_lines}\n"
             f"- Trainers: one process per {'GPU' if args.device == 'cuda' else 'CPU'} x {args.gpus}, their shipped "
             "defaults and `--test FILE`; a fifth of the training queries held out for validation, which picks the "
             f"exported weights. LightGBM: {peer_line}, the usual MSLR settings. CPU threads per run: "

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from benchmarks import ranking_quality
 from benchmarks.baselines.lightgbm_lambdarank import QueryNdcg
+from benchmarks.models import SHIPPED_MODEL, model_line
 from benchmarks.time_to_model import Run, held_out_ndcg_at_10, run_lightgbm, validation_curve
 from ranker.config import DataConfig, TrainConfig
 from ranker.data.channels import read_letor_file, split_queries
@@ -47,6 +48,8 @@ def test_the_table_holds_each_run_against_lightgbm_from_the_same_dataset_with_it
     assert "| train_ddp.py, shipped defaults | - | - | 0.7900 | 0.7900 |" in body
     assert "| LightGBM lambdarank | - | 0.7000 | 0.7800 | 0.7800 |" in body
     assert "stopped after 50 rounds without a better NDCG@10 on their validation queries (at most 5,000)" in body
+    # And the model the trainers ran, as the code ships it
+    assert f"{model_line([SHIPPED_MODEL])} (the trainers' shipped defaults: up to {TrainConfig().epochs} epochs" in body
 
 
 def test_the_validation_curve_is_read_from_the_epochs_and_rounds_a_run_logged():
