@@ -27,7 +27,8 @@ Runs on each (`--runs`):
   `--variants`  an entry point with some flags changed from the shipped defaults, one run per variant, to choose
                 defaults by measurement: `--variants "bins=8,loss=graded_listwise;lightning:batch-size=64"`
                 (variants separated by `;`, each a comma-separated list of flag=value, run by train_ddp.py or, after
-                `lightning:`, by train_lightning.py)
+                `lightning:`, by train_lightning.py); `--patience-replay 1,2,3,5,10` reads what each patience
+                would have cost and bought off the validation curve of each variant with `early-stopping=0`
 The trainers hold a fifth of the training queries out for validation (model selection), and LightGBM holds out the
 same ones. Test NDCG@10 is scikit-learn's definition (ranker.model.metrics), on the same test file for every run. Launch
 to model is each run's wall time from launch to its model on disk, text parsing included; time to best is launch to
@@ -78,6 +79,8 @@ SIZES = {"cpu": {"queries": 1_000, "docs_per_query": 20, "features": 136},
 # default_hyperparameters (10 epochs, ListNet).
 PREVIOUS_RECIPE = ("--encoding", "none", "--embedding-width", "0", "--loss", "listwise", "--epochs", "10",
                    "--batch-size", "16", "--width", "256", "--learning-rate", "0.001")
+# In the label of a variant trained without early stopping, whose curve --patience-replay reads.
+NO_PATIENCE = "--early-stopping 0"
 RUN_LABELS = {"native": "train_ddp.py, shipped defaults", "lightning": "train_lightning.py, shipped defaults",
               "previous": "train_ddp.py, former pipeline defaults"}
 
@@ -197,11 +200,32 @@ def best_by(run: Run, seconds: float) -> str:
     return f"{max(scores):.4f}" if scores else "-"
 
 
+def patience_replay(run: Run, patiences: Sequence[int]) -> list[list[str]]:
+    """What each patience would have cost and bought on `run`, trained with none: a run with the same flags and seed
+    trains the same weights up to its stop, so its stop and export can be read off `run`'s validation curve. Rows:
+    patience, epochs validated, epoch exported, its validation NDCG@10, seconds since launch at the stopping
+    validation."""
+    rows = []
+    for patience in patiences:
+        best, stale, stop = 0, 0, None
+        for index, (_, score) in enumerate(run.curve):
+            if score > run.curve[best][1]:
+                best, stale = index, 0
+            elif index:
+                stale += 1
+            if stale == patience:
+                stop = index
+                break
+        rows.append([str(patience), "never (the cap)" if stop is None else str(stop + 1), str(best + 1),
+                     f"{run.curve[best][1]:.4f}", "-" if stop is None else f"{run.curve[stop][0]:.1f}"])
+    return rows
+
+
 def render(tables: dict[str, list[tuple[Run, str]]], descriptions: dict[str, str], args: argparse.Namespace,
            machine: str) -> str:
     headers = ["dataset", "run", "test NDCG@10", "vs LightGBM", "best validation NDCG@10", "time to best (s)",
                "launch to model (s)", "training (s)", "notes"]
-    rows, curves = [], []
+    rows, curves, replays = [], [], []
     for dataset, results in tables.items():
         peer = next((run.ndcg_at_10 for run, _ in results if run.name.startswith("LightGBM") and run.events), None)
         for run, note in results:
@@ -213,6 +237,11 @@ def render(tables: dict[str, list[tuple[Run, str]]], descriptions: dict[str, str
             rows.append([dataset, run.name, f"{run.ndcg_at_10:.4f}", delta, f"{best[1]:.4f}" if best else "-",
                          f"{best[0]:.1f}" if best else "-", f"{run.wall:.1f}", f"{run.phases()['training']:.1f}",
                          note])
+        for run, _ in results:
+            if args.patience_replay and run.events and NO_PATIENCE in run.name:
+                replays.append(f"{dataset}, {run.name}:\n\n" + markdown_table(
+                    ["patience", "stops after epoch", "exports epoch", "its validation NDCG@10",
+                     "stopping validation (s)"], patience_replay(run, args.patience_replay)))
         finished = [run for run, _ in results if run.events and run.curve]
         if finished:
             marks = curve_marks(finished)
@@ -225,6 +254,9 @@ def render(tables: dict[str, list[tuple[Run, str]]], descriptions: dict[str, str
     curve_text = ("\n\nBest validation NDCG@10 by time since launch (the model each run would export then; validation "
                   "queries and metric shared by all runs):\n\n" + "\n\n".join(curves)) if curves else ""
     defaults = TrainConfig()
+    if replays:
+        curve_text += ("\n\nWhat each patience costs and buys, read off a run trained without early stopping (a run with "
+                       "the same flags and seed trains the same weights up to its stop):\n\n" + "\n\n".join(replays))
     return (f"{provenance(machine=machine)}\n{model_line([SHIPPED_MODEL])} (the trainers' shipped defaults: up to "
             f"{defaults.epochs} epochs, early stopping after {defaults.early_stopping} validations without a better "
             f"NDCG@10)\n{data_lines}\n"
@@ -252,6 +284,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--datasets", default="search,tanh,letor-sample", help="comma-separated, see above")
     parser.add_argument("--runs", default="native,lightning,previous,lightgbm", help="comma-separated, see above")
     parser.add_argument("--variants", default="", help="train_ddp.py runs with flags changed, see above")
+    parser.add_argument("--patience-replay", default="",
+                        help="comma-separated patiences (e.g. 1,2,3,5,10) to replay on each run with "
+                             "`early-stopping=0` among its variants")
     parser.add_argument("--gpus", type=int, default=1, help="processes per trainer (one per GPU)")
     parser.add_argument("--lightgbm-rounds", type=int, default=5000, help="LightGBM's rounds, or their cap")
     parser.add_argument("--lightgbm-patience", type=int, default=50,
@@ -268,6 +303,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     size = {name: getattr(args, name) or default for name, default in SIZES[args.size].items()}
     args.runs = args.runs.split(",")
+    args.patience_replay = [int(patience) for patience in args.patience_replay.split(",") if patience.strip()]
     try:
         args.variants = [variant_flags(variant) for variant in args.variants.split(";") if variant.strip()]
     except ValueError as error:

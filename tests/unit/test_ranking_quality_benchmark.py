@@ -35,7 +35,7 @@ def test_the_table_holds_each_run_against_lightgbm_from_the_same_dataset_with_it
                curve=[(3.5, 0.70), (4.5, 0.78), (6.0, 0.78), (7.0, 0.75)])
     trainer = Run("train_ddp.py, shipped defaults", 1, events, 0.795, curve=[(5.0, 0.72), (8.0, 0.79)])
     args = type("Args", (), {"device": "cpu", "gpus": 1, "threads": 1, "lightgbm_patience": 50,
-                             "lightgbm_rounds": 5000})()
+                             "lightgbm_rounds": 5000, "patience_replay": []})()
     body = ranking_quality.render({"search": [(trainer, "exports step 7 (epoch 1)"), (peer, peer.note)]},
                                   {"search": "a description"}, args, "a machine")
     # Each run's test NDCG@10 against LightGBM's, its best validation and when it was reached (a tie keeps the
@@ -50,6 +50,18 @@ def test_the_table_holds_each_run_against_lightgbm_from_the_same_dataset_with_it
     assert "stopped after 50 rounds without a better NDCG@10 on their validation queries (at most 5,000)" in body
     # And the model the trainers ran, as the code ships it
     assert f"{model_line([SHIPPED_MODEL])} (the trainers' shipped defaults: up to {TrainConfig().epochs} epochs" in body
+
+
+def test_each_patience_is_replayed_on_a_run_trained_without_early_stopping():
+    # Given a run's validation curve over 6 epochs: best at 2, a tie at 3, best again at 5
+    run = Run("train_ddp.py, shipped defaults but `--early-stopping 0`", 1, {"exit": 20.0}, 0.8,
+              curve=[(2.0, 0.70), (4.0, 0.75), (6.0, 0.75), (8.0, 0.74), (10.0, 0.76), (12.0, 0.72)])
+    # Then each patience stops at the validation that spends it and exports the best before it; a patience the run never
+    # spends ends at the cap
+    assert ranking_quality.patience_replay(run, [1, 2, 3]) == [
+        ["1", "3", "2", "0.7500", "6.0"],
+        ["2", "4", "2", "0.7500", "8.0"],
+        ["3", "never (the cap)", "5", "0.7600", "-"]]
 
 
 def test_the_validation_curve_is_read_from_the_epochs_and_rounds_a_run_logged():
