@@ -71,7 +71,7 @@ class Bookkeeping:
                                  "learning_rate": learning_rate(self.parts.scheduler)}
             self.report(self.last_metrics)
         epoch_ended = self.position == 0 and self.step < self.total_steps  # finish() validates the last epoch
-        if epoch_ended:
+        if epoch_ended and not stopping:  # after SIGTERM the checkpoint comes first: the job has seconds left
             self.validate()
         # Written after the epoch's validation: a run resumed from here has it in its best weights and patience.
         if stopping or (self.config.checkpoint_every and self.step % self.config.checkpoint_every == 0):
@@ -85,7 +85,7 @@ class Bookkeeping:
             return False
         if self.step == self.total_steps:
             return False
-        if epoch_ended and self.best.patience_spent(self.config.early_stopping):
+        if epoch_ended and self.best.patience_spent(self.config.early_stopping):  # (not stopping: returned above)
             self.progress.note(f"early stopping at step {self.step}: no better {SELECTION_METRIC} in "
                                f"{self.config.early_stopping} validations")
             self.stopped_early = True
