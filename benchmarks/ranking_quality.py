@@ -20,14 +20,21 @@ Runs on each (`--runs`):
                 ListNet loss on softmax(label), 10 epochs of 16 queries per batch, width 256, learning rate 0.001:
                 PREVIOUS_RECIPE), as a baseline
   lightgbm      benchmarks/baselines/lightgbm_lambdarank.py: LightGBM lambdarank with the usual MSLR settings, every
-                core (`--threads`), on the same text read by the project's parser, in a process of its own
+                core (`--threads`), on the same text read by the project's parser, in a process of its own, trained
+                to convergence: on the trainers' training queries, until `--lightgbm-patience` rounds in a row (50)
+                have not beaten its best NDCG@10 on their validation queries, at most `--lightgbm-rounds` (5,000);
+                `--lightgbm-patience 0` trains all rounds on every training query instead
   `--variants`  an entry point with some flags changed from the shipped defaults, one run per variant, to choose
                 defaults by measurement: `--variants "bins=8,loss=graded_listwise;lightning:batch-size=64"`
                 (variants separated by `;`, each a comma-separated list of flag=value, run by train_ddp.py or, after
-                `lightning:`, by train_lightning.py)
-The trainers hold a fifth of the training queries out for validation (model selection); LightGBM trains on all of
-them. Test NDCG@10 is scikit-learn's definition (ranker.model.metrics), on the same test file for every run. Launch
-to model is each run's wall time from launch to its model on disk, text parsing included. LightGBM is a
+                `lightning:`, by train_lightning.py); `--patience-replay 1,2,3,5,10` reads what each patience
+                would have cost and bought off the validation curve of each variant with `early-stopping=0`
+The trainers hold a fifth of the training queries out for validation (model selection), and LightGBM holds out the
+same ones. Test NDCG@10 is scikit-learn's definition (ranker.model.metrics), on the same test file for every run. Launch
+to model is each run's wall time from launch to its model on disk, text parsing included; time to best is launch to
+the validation that found the weights it exports (an entry point's epoch, LightGBM's round), which a run stopping
+early learns only a patience later. A second table gives each run's curve: the best validation NDCG@10 (the model it
+would export) at doubling times since launch. LightGBM is a
 benchmark-only peer: `pip install lightgbm==4.7.0` (benchmarks/requirements-ranking-quality.txt). Table on stdout;
 section `ranking-quality-<size>` in docs/benchmarks.md.
 
@@ -53,10 +60,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from ranker.config import TrainConfig
 from ranker.data import synthetic, synthetic_search
 from ranker.data.channels import read_letor_file, split_queries
 
 from benchmarks.gpu_scaling import SAFE_NCCL_ENV
+from benchmarks.models import SHIPPED_MODEL, model_line
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, measured_at, provenance, write_section
 from benchmarks.time_to_model import (ENTRY_POINTS, Run, generate_dataset, machine_description, run_lightgbm,
                                       run_project)
@@ -70,6 +79,8 @@ SIZES = {"cpu": {"queries": 1_000, "docs_per_query": 20, "features": 136},
 # default_hyperparameters (10 epochs, ListNet).
 PREVIOUS_RECIPE = ("--encoding", "none", "--embedding-width", "0", "--loss", "listwise", "--epochs", "10",
                    "--batch-size", "16", "--width", "256", "--learning-rate", "0.001")
+# In the label of a variant trained without early stopping, whose curve --patience-replay reads.
+NO_PATIENCE = "--early-stopping 0"
 RUN_LABELS = {"native": "train_ddp.py, shipped defaults", "lightning": "train_lightning.py, shipped defaults",
               "previous": "train_ddp.py, former pipeline defaults"}
 
@@ -157,7 +168,8 @@ def run_dataset(dataset: str, train: Path, test: Path, args: argparse.Namespace,
 
     def lightgbm() -> tuple[Run, str]:
         print(f"[{dataset}] running LightGBM ...", flush=True)
-        run = run_lightgbm(train, test, args.lightgbm_rounds, work, env, args.threads, name=f"{dataset}-lightgbm")
+        run = run_lightgbm(train, test, args.lightgbm_rounds, work, env, args.threads, name=f"{dataset}-lightgbm",
+                           early_stopping=args.lightgbm_patience)
         return run, run.note
 
     launchers = {name: partial(trainer, label, ENTRY_POINTS.get(name, ENTRY_POINTS["native"]),
@@ -174,26 +186,85 @@ def run_dataset(dataset: str, train: Path, test: Path, args: argparse.Namespace,
             for name, launcher in launchers.items()]
 
 
+def curve_marks(runs: Sequence[Run]) -> list[float]:
+    """Doubling times since launch, from 2 s to the first past the longest run."""
+    marks = [2.0]
+    while marks[-1] < max(run.wall for run in runs):
+        marks.append(marks[-1] * 2)
+    return marks
+
+
+def best_by(run: Run, seconds: float) -> str:
+    """The best validation NDCG@10 logged by `seconds` after launch: the model the run would export then."""
+    scores = [score for at, score in run.curve if at <= seconds]
+    return f"{max(scores):.4f}" if scores else "-"
+
+
+def patience_replay(run: Run, patiences: Sequence[int]) -> list[list[str]]:
+    """What each patience would have cost and bought on `run`, trained with none: a run with the same flags and seed
+    trains the same weights up to its stop, so its stop and export can be read off `run`'s validation curve. Rows:
+    patience, epochs validated, epoch exported, its validation NDCG@10, seconds since launch at the stopping
+    validation."""
+    rows = []
+    for patience in patiences:
+        best, stale, stop = 0, 0, None
+        for index, (_, score) in enumerate(run.curve):
+            if score > run.curve[best][1]:
+                best, stale = index, 0
+            elif index:
+                stale += 1
+            if stale == patience:
+                stop = index
+                break
+        rows.append([str(patience), "never (the cap)" if stop is None else str(stop + 1), str(best + 1),
+                     f"{run.curve[best][1]:.4f}", "-" if stop is None else f"{run.curve[stop][0]:.1f}"])
+    return rows
+
+
 def render(tables: dict[str, list[tuple[Run, str]]], descriptions: dict[str, str], args: argparse.Namespace,
            machine: str) -> str:
-    headers = ["dataset", "run", "test NDCG@10", "vs LightGBM", "launch to model (s)", "training (s)", "notes"]
-    rows = []
+    headers = ["dataset", "run", "test NDCG@10", "vs LightGBM", "best validation NDCG@10", "time to best (s)",
+               "launch to model (s)", "training (s)", "notes"]
+    rows, curves, replays = [], [], []
     for dataset, results in tables.items():
         peer = next((run.ndcg_at_10 for run, _ in results if run.name.startswith("LightGBM") and run.events), None)
         for run, note in results:
             if not run.events:
-                rows.append([dataset, run.name, "-", "-", "-", "-", note])
+                rows.append([dataset, run.name, *["-"] * 6, note])
                 continue
             delta = f"{run.ndcg_at_10 - peer:+.4f}" if peer is not None else "-"
-            rows.append([dataset, run.name, f"{run.ndcg_at_10:.4f}", delta, f"{run.wall:.1f}",
-                         f"{run.phases()['training']:.1f}", note])
+            best = run.best_validation
+            rows.append([dataset, run.name, f"{run.ndcg_at_10:.4f}", delta, f"{best[1]:.4f}" if best else "-",
+                         f"{best[0]:.1f}" if best else "-", f"{run.wall:.1f}", f"{run.phases()['training']:.1f}",
+                         note])
+        for run, _ in results:
+            if args.patience_replay and run.events and NO_PATIENCE in run.name:
+                replays.append(f"{dataset}, {run.name}:\n\n" + markdown_table(
+                    ["patience", "stops after epoch", "exports epoch", "its validation NDCG@10",
+                     "stopping validation (s)"], patience_replay(run, args.patience_replay)))
+        finished = [run for run, _ in results if run.events and run.curve]
+        if finished:
+            marks = curve_marks(finished)
+            curves.append(markdown_table([dataset, *(f"{mark:g} s" for mark in marks)],
+                                         [[run.name, *(best_by(run, mark) for mark in marks)] for run in finished]))
     data_lines = "\n".join(f"- {dataset}: {text}" for dataset, text in descriptions.items())
-    return (f"{provenance(machine=machine)}\n{data_lines}\n"
+    peer_line = (f"the trainers' training queries, stopped after {args.lightgbm_patience} rounds without a better "
+                 f"NDCG@10 on their validation queries (at most {args.lightgbm_rounds:,})" if args.lightgbm_patience
+                 else f"all training queries, {args.lightgbm_rounds:,} rounds")
+    curve_text = ("\n\nBest validation NDCG@10 by time since launch (the model each run would export then; validation "
+                  "queries and metric shared by all runs):\n\n" + "\n\n".join(curves)) if curves else ""
+    defaults = TrainConfig()
+    if replays:
+        curve_text += ("\n\nWhat each patience costs and buys, read off a run trained without early stopping (a run with "
+                       "the same flags and seed trains the same weights up to its stop):\n\n" + "\n\n".join(replays))
+    return (f"{provenance(machine=machine)}\n{model_line([SHIPPED_MODEL])} (the trainers' shipped defaults: up to "
+            f"{defaults.epochs} epochs, early stopping after {defaults.early_stopping} validations without a better "
+            f"NDCG@10)\n{data_lines}\n"
             f"- Trainers: one process per {'GPU' if args.device == 'cuda' else 'CPU'} x {args.gpus}, their shipped "
             "defaults and `--test FILE`; a fifth of the training queries held out for validation, which picks the "
-            "exported weights. LightGBM: all training queries, the usual MSLR settings. CPU threads per run: "
+            f"exported weights. LightGBM: {peer_line}, the usual MSLR settings. CPU threads per run: "
             f"{args.threads or 'every core'}\n\n"
-            f"{markdown_table(headers, rows)}\n")
+            f"{markdown_table(headers, rows)}{curve_text}\n")
 
 
 def describe(path: Path, test: Path) -> str:
@@ -213,8 +284,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--datasets", default="search,tanh,letor-sample", help="comma-separated, see above")
     parser.add_argument("--runs", default="native,lightning,previous,lightgbm", help="comma-separated, see above")
     parser.add_argument("--variants", default="", help="train_ddp.py runs with flags changed, see above")
+    parser.add_argument("--patience-replay", default="",
+                        help="comma-separated patiences (e.g. 1,2,3,5,10) to replay on each run with "
+                             "`early-stopping=0` among its variants")
     parser.add_argument("--gpus", type=int, default=1, help="processes per trainer (one per GPU)")
-    parser.add_argument("--lightgbm-rounds", type=int, default=500)
+    parser.add_argument("--lightgbm-rounds", type=int, default=5000, help="LightGBM's rounds, or their cap")
+    parser.add_argument("--lightgbm-patience", type=int, default=50,
+                        help="LightGBM's rounds without a better validation NDCG@10 before stopping; 0: every round")
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU threads for every run alike (trainers' OMP_NUM_THREADS, LightGBM's num_threads); "
                              "default: every core. On a machine shared with other work, 1 avoids threads spinning "
@@ -227,6 +303,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     size = {name: getattr(args, name) or default for name, default in SIZES[args.size].items()}
     args.runs = args.runs.split(",")
+    args.patience_replay = [int(patience) for patience in args.patience_replay.split(",") if patience.strip()]
     try:
         args.variants = [variant_flags(variant) for variant in args.variants.split(";") if variant.strip()]
     except ValueError as error:

@@ -46,6 +46,7 @@ from ranker.data import synthetic
 from ranker.data.letor_parser import available_cores
 from ranker.model.metrics import ndcg_per_query
 from ranker.data.ranking_data import RankingData
+from ranker.log_format import parse_metrics
 
 SECTION = "time-to-model"
 PLAIN_SCRIPT = Path(__file__).resolve().parent / "baselines" / "plain_letor.py"
@@ -63,10 +64,18 @@ class Run:
     events: dict[str, float] = field(default_factory=dict)
     ndcg_at_10: float | None = None
     note: str = ""
+    curve: list[tuple[float, float]] = field(default_factory=list)
+    """(seconds since launch, validation NDCG@10) at each validation the run logged, in order."""
 
     @property
     def wall(self) -> float:
         return self.events["exit"]
+
+    @property
+    def best_validation(self) -> tuple[float, float] | None:
+        """(seconds since launch, validation NDCG@10) of the first validation no later one beat: when the model the
+        run exports existed (both the entry points and LightGBM keep the earlier of equal scores)."""
+        return max(self.curve, key=lambda point: point[1], default=None)
 
     def phases(self) -> dict[str, float]:
         times = [0.0] + [self.events[event] for event in EVENTS]
@@ -129,6 +138,21 @@ def project_events(lines: list[tuple[float, str]]) -> tuple[dict[str, float], fl
             "exit": lines[-1][0]}, ndcg
 
 
+def validation_curve(lines: list[tuple[float, str]]) -> list[tuple[float, float]]:
+    """(arrival, val_ndcg@10) of every validation line: the entry points' per-epoch lines and the LightGBM baseline's
+    per-round lines. An entry point validates its last epoch without a line of its own; its final line scores the
+    exported weights, so it adds a point (at its own, later arrival) only where it beats every logged epoch: then the
+    last epoch's weights are the exported ones."""
+    curve: list[tuple[float, float]] = []
+    for at, text in lines:
+        metrics = parse_metrics(text)
+        if "val_ndcg@10" not in metrics:
+            continue
+        if "test_ndcg@10" not in metrics or metrics["val_ndcg@10"] > max((score for _, score in curve), default=-1.0):
+            curve.append((at, metrics["val_ndcg@10"]))
+    return curve
+
+
 def marked_events(lines: list[tuple[float, str]], prefix: str) -> dict[str, float]:
     """Events from a baseline's `<prefix>: <event> ...` lines, and its exit."""
     pattern = re.compile(rf"{prefix}: ({'|'.join(EVENTS[:-1])})\b")
@@ -154,7 +178,7 @@ def run_project(entry_point: str, gpus: int, train: Path, test: Path, epochs: in
     lines = run_timed(launch_command(TRAINING_CODE / entry_point, gpus, arguments), TRAINING_CODE, env,
                       work / f"{name}-{gpus}.log")
     events, ndcg = project_events(lines)
-    return Run(name, gpus, events, ndcg)
+    return Run(name, gpus, events, ndcg, curve=validation_curve(lines))
 
 
 def run_plain(gpus: int, train: Path, test: Path, epochs: int, work: Path, env: dict) -> Run:
@@ -166,9 +190,10 @@ def run_plain(gpus: int, train: Path, test: Path, epochs: int, work: Path, env: 
 
 
 def run_lightgbm(train: Path, test: Path, rounds: int, work: Path, env: dict, threads: int | None = None,
-                 name: str = "lightgbm") -> Run:
+                 name: str = "lightgbm", early_stopping: int = 0) -> Run:
     """benchmarks/baselines/lightgbm_lambdarank.py launched on every core (or `threads`), its files in the folder
-    `name`; its held-out scores are scored here with the entry points' metric."""
+    `name`, for `rounds` rounds or, with `early_stopping` patience, until it stops on the entry points' validation
+    queries (`rounds` the cap); its held-out scores are scored here with the entry points' metric."""
     if importlib.util.find_spec("lightgbm") is None:  # a benchmark-only peer, carried to GPU hosts as a wheel
         return Run("LightGBM lambdarank", 0, note="not installed: pip install lightgbm==4.7.0")
     threads = threads or available_cores()
@@ -176,13 +201,18 @@ def run_lightgbm(train: Path, test: Path, rounds: int, work: Path, env: dict, th
     # The script reads the text with the project's parser: the training code goes on its path.
     env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(TRAINING_CODE), env.get("PYTHONPATH")]))}
     lines = run_timed([sys.executable, str(LIGHTGBM_SCRIPT), "--train", str(train), "--test", str(test), "--output",
-                       str(out), "--rounds", str(rounds), "--threads", str(threads)],
+                       str(out), "--rounds", str(rounds), "--early-stopping", str(early_stopping), "--threads",
+                       str(threads)],
                       Path.cwd(), env, work / f"{name}.log")  # this cwd: a relative PYTHONPATH finds LightGBM alike
     busy = next(text.rsplit("=", 1)[1] for _, text in lines if text.startswith("lightgbm: training end"))
     held_out = np.load(out / "test_scores.npz")
     ndcg = held_out_ndcg_at_10(held_out["scores"], held_out["labels"], held_out["offsets"])
-    return Run("LightGBM lambdarank", 0, marked_events(lines, "lightgbm"), ndcg,
-               note=f"{rounds} rounds, {LIGHTGBM_PARAMS['num_leaves']} leaves, lr {LIGHTGBM_PARAMS['learning_rate']}, "
+    curve = validation_curve(lines)
+    trained = (f"early stopping (patience {early_stopping}, cap {rounds}) after {len(curve)} rounds, best round "
+               f"{max(range(len(curve)), key=lambda index: curve[index][1]) + 1}" if early_stopping
+               else f"{rounds} rounds")
+    return Run("LightGBM lambdarank", 0, marked_events(lines, "lightgbm"), ndcg, curve=curve,
+               note=f"{trained}, {LIGHTGBM_PARAMS['num_leaves']} leaves, lr {LIGHTGBM_PARAMS['learning_rate']}, "
                     f"{threads} threads ({busy} cores busy training)")
 
 

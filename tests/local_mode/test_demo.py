@@ -131,8 +131,9 @@ def mean_ndcg_at_10(data: Any, scores: np.ndarray) -> float:
 
 
 def test_stopping_a_demo_job_ends_it_stopped_with_a_checkpoint(demo_pipeline, letor_data, tmp_path):
-    # Given a long demo job that has begun reporting metrics
-    options = small_demo(tmp_path, distribution="none", entry_point="train_ddp.py", epochs=500)
+    # Given a long demo job (every one of its epochs: no early stopping) that has begun reporting metrics
+    options = small_demo(tmp_path, distribution="none", entry_point="train_ddp.py", epochs=500,
+                         hyperparameters=(("early-stopping", "0"),))
     marker = demo_pipeline.upload_dataset(letor_data, dataset="stop-me", version="v1",
                                           manifest=demo_manifest(options))
     job_name = demo_pipeline.deliver(marker)["job_name"]

@@ -4,6 +4,7 @@ preprocessing inside the artifact, so raw LETOR rows score through it exactly as
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -92,3 +93,60 @@ def test_a_run_twice_as_long_exports_a_model_no_worse_on_validation(tmp_path, se
         assert exported[epochs]["exported_step"] == steps_per_epoch * exported[epochs]["exported_epoch"]
     # And in the long run the best epoch is not the last (so exporting the last weights would have been worse)
     assert exported[12]["exported_epoch"] < 12
+
+
+def epoch_validations(stdout: str) -> list[dict[str, float]]:
+    """Each epoch's validation line (the final line, which scores the exported weights again, left out)."""
+    return validation_lines(stdout)[:-1]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_early_stopping_ends_a_patience_after_the_best_validation_and_exports_it(tmp_path, search_channels, script):
+    train, _ = search_channels
+    dirs = run_dirs(tmp_path)
+    # Given a run allowed 30 epochs that stops after 2 validations in a row without a better NDCG@10
+    result = run_script(script, ["--train", str(train), "--epochs", "30", "--early-stopping", "2", *OVERFITTING,
+                                 *dirs.flags()])
+    scores = [line["val_ndcg@10"] for line in epoch_validations(result.stdout)]
+    best_epoch = scores.index(max(scores)) + 1
+    # Then it stopped exactly 2 validations after the first epoch no later one beat, well before the cap
+    assert len(scores) == best_epoch + 2 < 30
+    # And it exported that epoch's weights
+    exported = json.loads((dirs.model_dir / "metrics.json").read_text())
+    assert exported["exported_epoch"] == best_epoch
+    assert exported["val_ndcg@10"] == pytest.approx(max(scores), abs=1e-6)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_the_epoch_cap_ends_a_run_whose_patience_is_not_spent(tmp_path, search_channels, script):
+    train, _ = search_channels
+    dirs = run_dirs(tmp_path)
+    # Given a run allowed 2 epochs with a patience of 5
+    result = run_script(script, ["--train", str(train), "--epochs", "2", "--early-stopping", "5", *OVERFITTING,
+                                 *dirs.flags()])
+    # Then it trained exactly 2 epochs' steps, and exported one of them
+    lines = [found for found in map(parse_metrics, result.stdout.splitlines()) if "step" in found]
+    steps_per_epoch = validation_lines(result.stdout)[0]["step"]
+    assert max(line["step"] for line in lines) == 2 * steps_per_epoch
+    assert json.loads((dirs.model_dir / "metrics.json").read_text())["exported_epoch"] in (1, 2)
+
+
+def test_a_native_run_resumed_at_an_epoch_end_stops_and_exports_as_the_uninterrupted_run(tmp_path, search_channels):
+    train, _ = search_channels
+    flags = ["--train", str(train), "--epochs", "30", "--early-stopping", "2", *OVERFITTING]
+    probe = run_script("train_ddp.py", [*flags, *run_dirs(tmp_path / "probe").flags()])
+    steps_per_epoch = int(validation_lines(probe.stdout)[0]["step"])
+    # Given a run checkpointing at every epoch's end, which stopped early
+    dirs = run_dirs(tmp_path / "run")
+    flags += ["--checkpoint-every", str(steps_per_epoch)]
+    run_script("train_ddp.py", [*flags, *dirs.flags()])
+    uninterrupted = json.loads((dirs.model_dir / "metrics.json").read_text())
+    # When it runs again from the checkpoint one epoch before it stopped (as if killed after writing it)
+    newest, previous = sorted(dirs.checkpoint_dir.glob("step-*.pt"))[::-1][:2]
+    newest.unlink()
+    shutil.rmtree(dirs.model_dir)
+    result = run_script("train_ddp.py", [*flags, *dirs.flags()])
+    # Then it resumed there, with that epoch's validation in its patience and best weights: it stops at the same step
+    # and exports the same weights
+    assert f"resumed from {previous}" in result.stdout
+    assert json.loads((dirs.model_dir / "metrics.json").read_text()) == uninterrupted

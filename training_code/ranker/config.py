@@ -159,8 +159,9 @@ class PathSwitches:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    epochs: int = field(default=10, metadata=allowed(minimum=0))
-    """Passes over the training queries (ignored when `max_steps` is set)."""
+    epochs: int = field(default=30, metadata=allowed(minimum=0))
+    """Most passes over the training queries (ignored when `max_steps` is set): `early_stopping` usually ends the run
+    sooner. The learning-rate schedule spans all of them."""
     max_steps: int = field(default=0, metadata=allowed(minimum=0))
     """Optimizer steps in total; 0 means `epochs` full passes."""
     batch_size: int = field(default=0, metadata=allowed(minimum=0))
@@ -179,9 +180,10 @@ class TrainConfig:
     grows with the square of the longest query, so for queries of thousands of documents take a listwise loss),
     `graded_listwise` (softmax cross-entropy per query against targets proportional to NDCG's gains
     2^label - 1), `listwise` (against softmax(label), ListNet top-1) or `pointwise` (MSE on the labels)."""
-    early_stopping: int = field(default=0, metadata=allowed(minimum=0))
+    early_stopping: int = field(default=5, metadata=allowed(minimum=0))
     """Stop after this many validations in a row (one per epoch) without a better validation NDCG@10; 0 trains
-    every epoch. Either way the exported weights are those with the best validation NDCG@10."""
+    every epoch. Either way the exported weights are those with the best validation NDCG@10 (docs/benchmarks.md,
+    early stopping, measures what the patience costs and buys)."""
     seed: int = field(default=0, metadata=allowed(minimum=0))
     """Seeds weights, dropout, the validation split and the batch order."""
     backend: str = field(default="auto", metadata=allowed(choices=("auto", "smddp", "nccl", "gloo")))

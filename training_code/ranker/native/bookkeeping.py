@@ -49,7 +49,8 @@ class Bookkeeping:
         """What the step adds its loss and documents to (engine.step_function)."""
         self.stopped = False
         """Stopped by SIGTERM: the run resumes later, so no artifacts yet."""
-        self.stopped_early = False
+        self.stopped_early = self.best.patience_spent(self.config.early_stopping)
+        """Out of patience, or resumed from the checkpoint written by the validation that ran out of it."""
         self.last_metrics: dict[str, float] = {}
 
     @property
@@ -69,6 +70,10 @@ class Bookkeeping:
             self.last_metrics = {"epoch": self.epoch, "step": self.step, **window,
                                  "learning_rate": learning_rate(self.parts.scheduler)}
             self.report(self.last_metrics)
+        epoch_ended = self.position == 0 and self.step < self.total_steps  # finish() validates the last epoch
+        if epoch_ended and not stopping:  # after SIGTERM the checkpoint comes first: the job has seconds left
+            self.validate()
+        # Written after the epoch's validation: a run resumed from here has it in its best weights and patience.
         if stopping or (self.config.checkpoint_every and self.step % self.config.checkpoint_every == 0):
             checkpoint.save_training_state(
                 self.session.config.paths.checkpoint_dir, self.session.topology.is_main, model=self.parts.model,
@@ -80,14 +85,11 @@ class Bookkeeping:
             return False
         if self.step == self.total_steps:
             return False
-        if self.position == 0:
-            self.validate()
-            patience = self.config.early_stopping
-            if patience and self.best.stale_validations >= patience:
-                self.progress.note(f"early stopping at step {self.step}: no better {SELECTION_METRIC} in {patience} "
-                                   "validations")
-                self.stopped_early = True
-                return False
+        if epoch_ended and self.best.patience_spent(self.config.early_stopping):  # (not stopping: returned above)
+            self.progress.note(f"early stopping at step {self.step}: no better {SELECTION_METRIC} in "
+                               f"{self.config.early_stopping} validations")
+            self.stopped_early = True
+            return False
         return True
 
     def validate(self) -> None:

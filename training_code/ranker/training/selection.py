@@ -40,6 +40,11 @@ class BestWeights:
         self.state = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
         return True
 
+    def patience_spent(self, patience: int) -> bool:
+        """True once `patience` validations in a row have not beaten the best (never with a patience of 0): early
+        stopping's rule, the one Lightning's `EarlyStopping(mode="max", patience=...)` applies in train_lightning.py."""
+        return patience > 0 and self.stale_validations >= patience
+
     def restore(self, model: nn.Module) -> None:
         """Copies the kept weights into `model` in place (the captured step's and the fused wrappers' tensors stay
         the same objects)."""
