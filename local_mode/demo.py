@@ -5,8 +5,8 @@ generate (or take) LETOR data -> upload `datasets/<name>/<version>/train/` -> up
 its state change event -> registrar handler -> summary (job, status, duration, NDCG@10 and its split, the unpacked
 model, the registered model package, plots; for a job the stalled-job watchdog stopped, why).
 
-With `tuning` options the job becomes a tuning job's definition: its trials run a few at a time, and the summary is a
-table of trials with the best one and its registration (local_mode/tuning_demo.py).
+With a `tuning` section in the manifest the trigger starts a tuning job instead, whose trials are that job: they run a
+few at a time, and the summary is a table of trials with the best one and its registration (local_mode/tuning_demo.py).
 """
 
 from __future__ import annotations
@@ -29,13 +29,7 @@ from local_mode.container_envs import container_env
 from local_mode.pipeline import LocalPipeline, wait_for_tuning_job
 from local_mode.s3_transfer import split_s3_uri
 from local_mode.synthesized_app import PROJECT_ROOT
-from local_mode.tuning_demo import (
-    TuningOptions,
-    TuningResult,
-    manifest_section,
-    summarize_tuning,
-    tuning_job_request,
-)
+from local_mode.tuning_demo import TuningResult, summarize_tuning
 from local_mode.watchdog_schedule import WatchdogTiming
 from stacks.training_code_modules import training_code_module
 
@@ -73,8 +67,8 @@ class DemoOptions:
     watchdog_timing: WatchdogTiming | None = None
     """The stalled-job watchdog's silence and period in seconds; None: the stack's `stall_minutes` and
     `stall_check_minutes`."""
-    tuning: TuningOptions | None = None
-    """Run a tuning job over this job instead of the job alone."""
+    tuning: dict[str, Any] | None = None
+    """The manifest's `tuning` section (docs/tuning.md): the trigger starts a tuning job over this job instead."""
 
 
 @dataclass(frozen=True)
@@ -138,12 +132,7 @@ def channels_of(data: Path) -> dict[str, Path]:
 
 def run_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Path) -> DemoResult:
     """Upload `data` as a new dataset version, deliver its marker to the trigger, follow the job, summarize it."""
-    version = _new_version()
-    marker = pipeline.upload_channels(channels_of(data), dataset=DATASET_NAME, version=version,
-                                      manifest=demo_manifest(options))
-    result = pipeline.deliver(marker)
-    if result.get("status") != "started":
-        raise TriggerRefused(f"the trigger started no job: {json.dumps(result)[:2000]}")
+    result = start_demo_job(pipeline, options, data)
     description = follow_job(pipeline, result["job_name"])
     stop = pipeline.stopped_by_watchdog(result["job_name"]) if pipeline.watchdog else None
     return summarize(description, pipeline.deliver_job_state(description), pipeline.s3, options.work_dir,
@@ -151,40 +140,35 @@ def run_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Path) -> D
 
 
 def run_tuning_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Path) -> TuningResult:
-    """Upload `data` as a new dataset version, run a tuning job whose definition is the training job the trigger
-    builds for it, follow it, summarize its trials and the registration of its best model."""
-    assert options.tuning, "run_tuning_demo_job needs DemoOptions.tuning"
-    version = _new_version()
-    manifest = demo_manifest(options)
-    marker = pipeline.upload_channels(channels_of(data), dataset=DATASET_NAME, version=version, manifest=manifest)
-    name = start_tuning_job(pipeline, marker, version=version, options=options)
+    """Upload `data` as a new dataset version whose manifest has the `tuning` section, deliver its marker to the
+    trigger, follow the tuning job it starts, summarize its trials and the registration of its best model."""
+    result = start_demo_job(pipeline, options, data)
+    if result.get("job_kind") != "tuning":
+        raise TriggerRefused(f"the trigger started a training job, not a tuning job: {json.dumps(result)[:2000]}")
+    return follow_tuning_job(pipeline, result["job_name"])
+
+
+def start_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Path) -> dict[str, Any]:
+    """The trigger's result for the marker of a new dataset version of `data`; TriggerRefused unless it started a job."""
+    result = pipeline.deliver(upload_demo_version(pipeline, options, data))
+    if result.get("status") != "started":
+        raise TriggerRefused(f"the trigger started no job: {json.dumps(result)[:2000]}")
+    return result
+
+
+def upload_demo_version(pipeline: LocalPipeline, options: DemoOptions, data: Path) -> str:
+    """Upload `data` as a new version of the demo's dataset with the options' manifest; returns the marker's key."""
+    return pipeline.upload_channels(channels_of(data), dataset=DATASET_NAME, version=_new_version(),
+                                    manifest=demo_manifest(options))
+
+
+def follow_tuning_job(pipeline: LocalPipeline, name: str) -> TuningResult:
+    """Wait for the tuning job, then summarize its trials and the registrar's answer to its final state."""
     description = wait_for_tuning_job(pipeline.sagemaker, name)
     pages = pipeline.sagemaker.get_paginator("list_training_jobs_for_hyper_parameter_tuning_job").paginate(
         HyperParameterTuningJobName=name, SortBy="Name", SortOrder="Ascending")
     trials = [summary for page in pages for summary in page["TrainingJobSummaries"]]
     return summarize_tuning(description, trials, pipeline.tuning_delivery(name))
-
-
-def start_tuning_job(pipeline: LocalPipeline, marker: str, *, version: str, options: DemoOptions) -> str:
-    """Start the tuning job the version's manifest asks for; returns its name.
-
-    A trigger that builds tuning jobs answers the dry run of the version with `job_kind: tuning` and starts the tuning
-    job from the marker's event. One that builds training jobs only still builds and checks the trials' training
-    request (its guards included), which the demo then wraps in the tuning job itself.
-    """
-    assert options.tuning, "start_tuning_job needs DemoOptions.tuning"
-    planned = pipeline.invoke_trigger({"dataset": DATASET_NAME, "version": version, "dry_run": True})
-    if planned.get("status") != "dry_run":
-        raise TriggerRefused(f"the trigger refused the tuning job's training job: {json.dumps(planned)[:2000]}")
-    if planned.get("job_kind") == "tuning":
-        started = pipeline.deliver(marker)
-        if started.get("status") != "started":
-            raise TriggerRefused(f"the trigger started no tuning job: {json.dumps(started)[:2000]}")
-        return started["job_name"]
-    name = f"{pipeline.static_settings['job_name_prefix']}-tune-{uuid.uuid4().hex[:6]}"
-    pipeline.sagemaker.create_hyper_parameter_tuning_job(**tuning_job_request(planned["request"], name=name,
-                                                                              options=options.tuning))
-    return name
 
 
 def _new_version() -> str:
@@ -213,7 +197,7 @@ def demo_manifest(options: DemoOptions) -> dict[str, Any]:
         "instance_type": profiles.DEFAULT_INSTANCE_TYPES[options.distribution],
         "instance_count": options.instance_count, "hyperparameters": hyperparameters}}
     if options.tuning:
-        manifest["tuning"] = manifest_section(options.tuning)
+        manifest["tuning"] = options.tuning
     return manifest
 
 

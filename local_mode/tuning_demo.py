@@ -1,9 +1,9 @@
-"""The demo's tuning parts: `--tune NAME=SPEC` ranges, the manifest's `tuning` section they make, the
-CreateHyperParameterTuningJob request around the training request the trigger builds and checks (for a trigger that
-does not start tuning jobs itself), and the summary of a finished tuning job (its trials, its best job, what local
-mode did differently, and the registrar's answer).
+"""The demo's tuning parts: a `--tune NAME=SPEC` range as a range of the manifest's `tuning` section (the trigger
+reads the section, checks it and builds the tuning job; docs/tuning.md), and the summary of a finished tuning job (its
+trials, its best job, what local mode did differently, and the registrar's answer).
 
-A range SPEC is `continuous:MIN:MAX[:log]`, `integer:MIN:MAX[:log]` or `categorical:VALUE,VALUE,...`.
+A range SPEC is `continuous:MIN:MAX[:log]`, `integer:MIN:MAX[:log]` or `categorical:VALUE,VALUE,...`; without `:log`
+a numeric range is `Linear`.
 """
 
 from __future__ import annotations
@@ -11,109 +11,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.model import Shape
-
-from local_mode.request_validation import operation_model
 from local_mode.tuning_search import emulation_notes
 
-_KINDS = {"continuous": "ContinuousParameterRanges", "integer": "IntegerParameterRanges",
-          "categorical": "CategoricalParameterRanges"}
-_SPEC_HELP = "write NAME=continuous:MIN:MAX[:log], NAME=integer:MIN:MAX[:log] or NAME=categorical:A,B,..."
+SPEC_HELP = "write NAME=continuous:MIN:MAX[:log], NAME=integer:MIN:MAX[:log] or NAME=categorical:A,B,..."
 
 
-@dataclass(frozen=True)
-class TuningOptions:
-    """What `--tune` and its companions ask for; the trials run the demo's training job with these values."""
-
-    ranges: tuple[tuple[str, str], ...]
-    """(hyperparameter name, range spec) pairs, as `--tune NAME=SPEC` gives them."""
-    strategy: str = "Random"
-    max_jobs: int | None = 4
-    """MaxNumberOfTrainingJobs; None for a Grid, whose size is its number of combinations."""
-    max_parallel_jobs: int = 2
-    objective_metric: str = "val_ndcg@10"
-    objective_type: str = "Maximize"
-    random_seed: int | None = None
-    early_stopping: str = "Off"
+def section_range(spec: str) -> dict[str, Any]:
+    """One range of the `tuning` section's `ranges` from a SPEC; ValueError when the SPEC is not written as one.
+    Whether the range suits the flag, SageMaker and the strategy is the trigger's to say."""
+    kind, _, rest = spec.partition(":")
+    if kind == "categorical" and rest:
+        return {"type": kind, "values": rest.split(",")}
+    bounds = rest.split(":")
+    if kind not in ("continuous", "integer") or len(bounds) not in (2, 3) or bounds[2:] not in ([], ["log"]):
+        raise ValueError(SPEC_HELP)
+    return {"type": kind, "min": _number(bounds[0]), "max": _number(bounds[1]),
+            "scaling": "Logarithmic" if bounds[2:] else "Linear"}
 
 
-def parameter_ranges(ranges: tuple[tuple[str, str], ...]) -> dict[str, list[dict[str, Any]]]:
-    """ParameterRanges from `--tune` specs; ValueError naming the spec and the fix."""
-    parsed: dict[str, list[dict[str, Any]]] = {}
-    for name, spec in ranges:
-        kind, _, rest = spec.partition(":")
-        if kind not in _KINDS or not rest:
-            raise ValueError(f"--tune {name}={spec}: {_SPEC_HELP}")
-        if kind == "categorical":
-            entry: dict[str, Any] = {"Name": name, "Values": rest.split(",")}
-        else:
-            bounds = rest.split(":")
-            if len(bounds) not in (2, 3) or (len(bounds) == 3 and bounds[2] != "log"):
-                raise ValueError(f"--tune {name}={spec}: {_SPEC_HELP}")
-            entry = {"Name": name, "MinValue": bounds[0], "MaxValue": bounds[1],
-                     "ScalingType": "Logarithmic" if len(bounds) == 3 else "Linear"}
-        parsed.setdefault(_KINDS[kind], []).append(entry)
-    return parsed
-
-
-def manifest_section(options: TuningOptions) -> dict[str, Any]:
-    """The manifest's `tuning` section (docs/tuning.md) asking for this tuning job."""
-    ranges: dict[str, dict[str, Any]] = {}
-    for kind, entries in parameter_ranges(options.ranges).items():
-        for entry in entries:
-            if kind == "CategoricalParameterRanges":
-                ranges[entry["Name"]] = {"type": "categorical", "values": entry["Values"]}
-                continue
-            number = int if kind == "IntegerParameterRanges" else float
-            ranges[entry["Name"]] = {"type": "integer" if number is int else "continuous",
-                                     "min": number(entry["MinValue"]), "max": number(entry["MaxValue"]),
-                                     "scaling": entry["ScalingType"]}
-    section: dict[str, Any] = {"objective_metric": options.objective_metric, "objective_type": options.objective_type,
-                               "strategy": options.strategy, "max_parallel_jobs": options.max_parallel_jobs,
-                               "early_stopping": options.early_stopping, "ranges": ranges}
-    if options.max_jobs is not None:
-        section["max_jobs"] = options.max_jobs
-    if options.random_seed is not None:
-        section["random_seed"] = options.random_seed
-    return section
-
-
-def tuning_job_request(training_request: dict[str, Any], *, name: str, options: TuningOptions) -> dict[str, Any]:
-    """The tuning job whose TrainingJobDefinition is `training_request` (CreateTrainingJob), its tuned
-    hyperparameters taken out of the static ones, its checkpoints left out and its tags moved to the tuning job."""
-    ranges = parameter_ranges(options.ranges)
-    tuned = {entry["Name"] for entries in ranges.values() for entry in entries}
-    definition = _within(training_request, operation_model("CreateHyperParameterTuningJob").input_shape.members[
-        "TrainingJobDefinition"])
-    # Every trial gets the definition's CheckpointConfig unchanged: trials sharing one checkpoint prefix would each
-    # resume from another trial's snapshot, so the tuning job's trials keep no checkpoints.
-    definition.pop("CheckpointConfig", None)
-    definition["StaticHyperParameters"] = {key: value for key, value in training_request.get(
-        "HyperParameters", {}).items() if key not in tuned}
-    limits: dict[str, int] = {"MaxParallelTrainingJobs": options.max_parallel_jobs}
-    if options.max_jobs is not None:
-        limits["MaxNumberOfTrainingJobs"] = options.max_jobs
-    config: dict[str, Any] = {
-        "Strategy": options.strategy, "ResourceLimits": limits, "ParameterRanges": ranges,
-        "HyperParameterTuningJobObjective": {"Type": options.objective_type, "MetricName": options.objective_metric},
-        "TrainingJobEarlyStoppingType": options.early_stopping}
-    if options.random_seed is not None:
-        config["RandomSeed"] = options.random_seed
-    request = {"HyperParameterTuningJobName": name, "HyperParameterTuningJobConfig": config,
-               "TrainingJobDefinition": definition}
-    if training_request.get("Tags"):
-        request["Tags"] = training_request["Tags"]
-    return request
-
-
-def _within(value: Any, shape: Shape) -> Any:
-    """`value` less the members `shape` does not have, at every depth (a tuning job's training job definition holds
-    fewer fields than CreateTrainingJob, e.g. no Debugger or Profiler settings and a smaller AlgorithmSpecification)."""
-    if shape.type_name == "structure" and isinstance(value, dict):
-        return {name: _within(item, shape.members[name]) for name, item in value.items() if name in shape.members}
-    if shape.type_name == "list" and isinstance(value, list):
-        return [_within(item, shape.member) for item in value]
-    return value
+def _number(text: str) -> int | float:
+    """A bound as the manifest would hold it: a whole number where written as one (an integer range needs those)."""
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a number: {SPEC_HELP}") from None
 
 
 @dataclass(frozen=True)

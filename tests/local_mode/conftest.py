@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -178,3 +179,35 @@ def demo_pipeline(moto: MotoEndpoint, tmp_path_factory: pytest.TempPathFactory) 
     with LocalPipeline(jobs_dir=tmp_path_factory.mktemp("demo-jobs"), stop_grace_seconds=10, moto=moto,
                        context={"framework_version": "2.2.0"}) as pipeline:
         yield pipeline
+
+
+@pytest.fixture
+def notification_queue() -> Callable[[LocalPipeline, str], Any]:
+    """`with notification_queue(pipeline, queue_name) as read:` a queue subscribed to the pipeline's notification topic;
+    `read()` returns the SNS envelopes it received since the last read."""
+    return _subscribed_queue
+
+
+@contextmanager
+def _subscribed_queue(pipeline: LocalPipeline, queue_name: str) -> Iterator[Callable[[], list[dict[str, Any]]]]:
+    """A queue subscribed to the pipeline's notification topic, as an e-mail address would be; yields a reader of the
+    SNS envelopes it received since the last read."""
+    sqs = local_client("sqs", pipeline.moto_url)
+    queue_url = sqs.create_queue(QueueName=queue_name)["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns = local_client("sns", pipeline.moto_url)
+    subscription = sns.subscribe(TopicArn=pipeline.environment["NOTIFICATION_TOPIC_ARN"], Protocol="sqs",
+                                 Endpoint=queue_arn)["SubscriptionArn"]
+
+    def read() -> list[dict[str, Any]]:
+        messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages",
+                                                                                                            [])
+        for message in messages:
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+        return [json.loads(message["Body"]) for message in messages]
+
+    try:
+        yield read
+    finally:
+        sns.unsubscribe(SubscriptionArn=subscription)
+        sqs.delete_queue(QueueUrl=queue_url)

@@ -7,7 +7,6 @@ import pytest
 
 from local_mode.cli import parse_options
 from local_mode.demo import demo_manifest
-from local_mode.tuning_demo import parameter_ranges
 
 
 def test_a_profile_and_a_distribution_it_runs_are_accepted():
@@ -48,31 +47,39 @@ def test_a_partial_or_bad_watchdog_timing_is_refused_naming_the_fix(argv, messag
     assert message in capsys.readouterr().err
 
 
-def test_tune_ranges_become_the_tuning_jobs_parameter_ranges():
+def test_tune_options_become_the_manifests_tuning_section_with_only_what_they_name():
+    # Given ranges of each kind and two of the tuning job's options
     options = parse_options(["--tune", "learning-rate=continuous:0.0001:0.1:log", "--tune", "epochs=integer:1:5",
-                             "--max-parallel-jobs", "2"])
-    assert options.tuning.max_jobs == 4 and options.tuning.max_parallel_jobs == 2
-    assert parameter_ranges(options.tuning.ranges) == {
-        "ContinuousParameterRanges": [{"Name": "learning-rate", "MinValue": "0.0001", "MaxValue": "0.1",
-                                       "ScalingType": "Logarithmic"}],
-        "IntegerParameterRanges": [{"Name": "epochs", "MinValue": "1", "MaxValue": "5", "ScalingType": "Linear"}]}
-    assert parse_options([]).tuning is None
-    assert parse_options(["--tune", "loss=categorical:listnet,lambdarank", "--strategy", "Grid"]).tuning.max_jobs is None
-
-
-def test_a_bad_tune_spec_is_refused_naming_the_fix(capsys):
-    with pytest.raises(SystemExit):
-        parse_options(["--tune", "epochs=1:5"])
-    assert "--tune epochs=1:5: write NAME=continuous:MIN:MAX[:log]" in capsys.readouterr().err
-
-
-def test_tune_options_become_the_manifests_tuning_section():
-    options = parse_options(["--tune", "learning-rate=continuous:0.0001:0.1:log", "--tune", "epochs=integer:1:5",
-                             "--tune", "loss=categorical:listnet,lambdarank", "--random-seed", "3"])
+                             "--tune", "loss=categorical:listnet,lambdarank", "--tune", "dropout=continuous:0:0.5",
+                             "--max-jobs", "4", "--random-seed", "3"])
+    # Then the manifest's section holds them as docs/tuning.md writes them, and leaves the rest to the stack
     assert demo_manifest(options)["tuning"] == {
-        "objective_metric": "val_ndcg@10", "objective_type": "Maximize", "strategy": "Random", "max_jobs": 4,
-        "max_parallel_jobs": 2, "early_stopping": "Off", "random_seed": 3,
+        "max_jobs": 4, "random_seed": 3,
         "ranges": {"learning-rate": {"type": "continuous", "min": 0.0001, "max": 0.1, "scaling": "Logarithmic"},
                    "epochs": {"type": "integer", "min": 1, "max": 5, "scaling": "Linear"},
-                   "loss": {"type": "categorical", "values": ["listnet", "lambdarank"]}}}
+                   "loss": {"type": "categorical", "values": ["listnet", "lambdarank"]},
+                   "dropout": {"type": "continuous", "min": 0, "max": 0.5, "scaling": "Linear"}}}
     assert "tuning" not in demo_manifest(parse_options([]))
+
+
+def test_a_tuning_jobs_own_options_name_their_section_keys():
+    options = parse_options(["--tune", "loss=categorical:listnet,lambdarank", "--strategy", "Grid", "--objective",
+                             "val_map", "--objective-type", "Maximize", "--max-parallel-jobs", "2",
+                             "--early-stopping", "Off"])
+    assert {key: value for key, value in options.tuning.items() if key != "ranges"} == {
+        "strategy": "Grid", "objective_metric": "val_map", "objective_type": "Maximize", "max_parallel_jobs": 2,
+        "early_stopping": "Off"}
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--tune", "epochs=1:5"], "--tune epochs=1:5: write NAME=continuous:MIN:MAX[:log]"),
+    (["--tune", "epochs=integer:1:five"], "--tune epochs=integer:1:five: 'five' is not a number"),
+    (["--tune", "epochs=integer:1:5:exp"], "--tune epochs=integer:1:5:exp: write NAME=continuous"),
+    (["--tune", "epochs=integer:1:5", "--tune", "epochs=integer:2:3"], "epochs is tuned twice"),
+    (["--max-jobs", "4", "--strategy", "Grid"], "--strategy, --max-jobs: these shape a tuning job; name what it "
+                                                "tunes with --tune NAME=SPEC"),
+])
+def test_a_bad_tune_option_is_refused_naming_the_fix(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        parse_options(argv)
+    assert message in capsys.readouterr().err

@@ -33,10 +33,18 @@ def test_a_grid_is_every_combination_once_with_the_first_range_slowest():
         {"loss": "lambdarank", "layers": "3"}]
 
 
-def test_a_grid_whose_max_jobs_is_not_its_size_is_refused():
+@pytest.mark.parametrize("max_jobs", [1, 3])
+def test_a_grid_whose_max_jobs_is_not_its_size_is_refused(max_jobs):
+    # SageMaker: "If specified, the value of MaxNumberOfTrainingJobs should equal the total number of distinct
+    # categorical combinations possible" (the trigger's guard refuses the same, tests/unit/trigger/test_tuning.py).
     ranges = {"CategoricalParameterRanges": [{"Name": "loss", "Values": ["listnet", "lambdarank"]}]}
-    with pytest.raises(ServiceError, match="MaxNumberOfTrainingJobs is 3, but the grid has 2 combinations"):
-        trials(config("Grid", ranges, max_jobs=3))
+    with pytest.raises(ServiceError, match=f"MaxNumberOfTrainingJobs is {max_jobs}, but the grid has 2 combinations"):
+        trials(config("Grid", ranges, max_jobs=max_jobs))
+
+
+def test_a_grid_may_name_its_size():
+    ranges = {"CategoricalParameterRanges": [{"Name": "loss", "Values": ["listnet", "lambdarank"]}]}
+    assert len(trials(config("Grid", ranges, max_jobs=2))) == 2
 
 
 def test_random_draws_are_reproducible_with_a_seed_and_differ_without():

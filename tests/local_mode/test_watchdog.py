@@ -19,7 +19,6 @@ import pytest
 
 from local_mode.cli import render_summary
 from local_mode.demo import DemoOptions, bring_your_own_context, run_demo_job
-from local_mode.local_clients import local_client
 from local_mode.pipeline import LocalPipeline
 from local_mode.watchdog_schedule import WatchdogTiming
 
@@ -48,23 +47,10 @@ def watched_pipeline(moto, tmp_path_factory) -> Iterator[LocalPipeline]:
 
 
 @pytest.fixture
-def notifications(watched_pipeline) -> Iterator[Any]:
-    """A queue subscribed to the notification topic, as an e-mail address would be; yields a reader of its messages."""
-    sqs = local_client("sqs", watched_pipeline.moto_url)
-    queue_url = sqs.create_queue(QueueName="watchdog-notifications")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sns = local_client("sns", watched_pipeline.moto_url)
-    subscription = sns.subscribe(TopicArn=watched_pipeline.environment["NOTIFICATION_TOPIC_ARN"], Protocol="sqs",
-                                 Endpoint=queue_arn)["SubscriptionArn"]
-
-    def read() -> list[dict[str, Any]]:
-        messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages",
-                                                                                                            [])
-        return [json.loads(message["Body"]) for message in messages]
-
-    yield read
-    sns.unsubscribe(SubscriptionArn=subscription)
-    sqs.delete_queue(QueueUrl=queue_url)
+def notifications(watched_pipeline, notification_queue) -> Iterator[Any]:
+    """A queue subscribed to the notification topic; yields a reader of its messages."""
+    with notification_queue(watched_pipeline, "watchdog-notifications") as read:
+        yield read
 
 
 def test_a_hung_two_host_job_is_stopped_within_the_silence_plus_one_period(watched_pipeline, notifications,

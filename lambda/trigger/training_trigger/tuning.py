@@ -50,8 +50,8 @@ class TuningSection:
     strategy: str | None = None
     """`Bayesian`, `Random`, `Hyperband` or `Grid`; default: the stack's `tuning_strategy`."""
     max_jobs: int | None = None
-    """Most training jobs (trials) the tuning job starts; default: the stack's `tuning_max_jobs`, with `Grid` the
-    number of combinations of the categorical values (and never fewer)."""
+    """Most training jobs (trials) the tuning job starts; default: the stack's `tuning_max_jobs`. With `Grid`, the
+    number of combinations of the categorical values, each tried once (given, it must equal that number)."""
     max_parallel_jobs: int | None = None
     """Most trials running at once, at most `max_jobs`; default: the stack's `tuning_max_parallel_jobs`, or `max_jobs`
     where that is fewer."""

@@ -106,9 +106,11 @@ def _strategy_errors(tuning: TuningJob) -> list[str]:
         if combinations is None:
             errors.append(f"{WHERE}.strategy='Grid' searches categorical ranges only: make every range "
                           f"categorical, or use 'Bayesian' or 'Random'")
-        elif tuning.max_jobs < combinations:
-            errors.append(f"{WHERE}.max_jobs={tuning.max_jobs} is below the {combinations} combinations a Grid "
-                          f"search tries: raise it to {combinations}, or list fewer values")
+        elif tuning.max_jobs != combinations:
+            # SageMaker's Grid search runs every combination once, and MaxNumberOfTrainingJobs, when given, must
+            # equal their number (automatic-model-tuning-how-it-works.html, "Grid search").
+            errors.append(f"{WHERE}.max_jobs={tuning.max_jobs} is not the {combinations} combinations a Grid search "
+                          f"runs, each once: leave max_jobs out, or set it to {combinations}")
     return errors
 
 

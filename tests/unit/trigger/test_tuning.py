@@ -144,6 +144,28 @@ def test_a_grid_search_runs_every_combination_by_default(s3_stub, sagemaker_stub
                                                                           "Values": ['"256"', '"512"', '"1024"']}
 
 
+GRID_RANGES = {"loss": {"type": "categorical", "values": ["listwise", "pairwise"]},
+               "batch-size": {"type": "categorical", "values": [256, 512, 1024]}}
+
+
+@pytest.mark.parametrize("max_jobs", [5, 7])
+def test_a_grid_search_with_max_jobs_other_than_its_combinations_is_refused(max_jobs, s3_stub, sns_stub,
+                                                                           sagemaker_stub):
+    # Given a Grid search over 2 x 3 values asking for fewer, or more, trials than its 6 combinations
+    _expect_rejection_notice(sns_stub)
+    # When it is dry-run / Then it is refused as SageMaker refuses it: a Grid runs each combination once
+    result = _dry_run(s3_stub, {"strategy": "Grid", "max_jobs": max_jobs, "ranges": GRID_RANGES})
+    assert result["status"] == "rejected"
+    assert (f"tuning.max_jobs={max_jobs} is not the 6 combinations a Grid search runs, each once: leave max_jobs "
+            f"out, or set it to 6") in result["errors"]
+
+
+def test_a_grid_search_may_name_its_number_of_combinations(s3_stub, sagemaker_stub):
+    result = _dry_run(s3_stub, {"strategy": "Grid", "max_jobs": 6, "ranges": GRID_RANGES})
+    assert result["status"] == "dry_run", result
+    assert result["request"]["HyperParameterTuningJobConfig"]["ResourceLimits"]["MaxNumberOfTrainingJobs"] == 6
+
+
 def test_a_foreign_script_needs_its_own_objective_among_its_metric_definitions(s3_stub, sns_stub, sagemaker_stub,
                                                                                monkeypatch, tmp_path):
     # Given a stack on a user's own script with its own metric, and a tuning section without an objective
