@@ -59,3 +59,19 @@ def test_checkpoints_sync_to_s3_and_a_rerun_resumes_from_them(sagemaker, s3, tra
 
 def description_of(sagemaker, name: str) -> str:
     return sagemaker.describe_training_job(TrainingJobName=name)["ModelArtifacts"]["S3ModelArtifacts"]
+
+
+def test_a_rank_killed_by_a_signal_is_named_in_the_failure_reason(sagemaker, training_request, wait_for_end):
+    # Given a torchrun job on two hosts whose last rank is killed by SIGKILL, leaving no traceback of its own
+    request = training_request("dist-killed", "killed_rank.py", instance_count=2, distribution=TORCH_DISTRIBUTED)
+
+    # When it runs
+    sagemaker.create_training_job(**request)
+    description = wait_for_end("dist-killed")
+
+    # Then the reason names that rank and its signal, as torchrun reported them, not torchrun's own traceback
+    assert description["TrainingJobStatus"] == "Failed"
+    reason = description["FailureReason"]
+    assert "torchrun root cause: rank 1 (local_rank: 0) exited with exitcode -9" in reason, reason
+    assert "Signal 9 (SIGKILL)" in reason, reason
+    assert "ChildFailedError" not in reason, reason
