@@ -30,6 +30,7 @@ TRAIN_URI = f"s3://{DATA_BUCKET}/datasets/toy/v1/train/"
 TERMINAL = ("Completed", "Failed", "Stopped")
 TRAINING_CODE = Path(__file__).resolve().parents[2] / "training_code"
 DEMO_QUERIES = 128  # enough whole queries for 2 ranks x the default 32 per batch
+REPORTED_LOG_LINES = 40  # torchrun's failure report is about 35 lines
 
 
 @pytest.fixture(scope="session")
@@ -49,11 +50,33 @@ def s3(moto: MotoEndpoint) -> Any:
     return local_client("s3", moto.url)
 
 
+def job_report(jobs_dir: Path, job_name: str, failure_reason: str | None) -> str:
+    """What an assertion on a job's status prints when the job did not end as expected: its FailureReason, its folder
+    (pytest keeps the temporary folders of its last runs, failed or not) and the last lines of each host's log."""
+    job_dir = jobs_dir / job_name
+    report = [f"FailureReason: {failure_reason}", f"job folder: {job_dir}"]
+    for log in sorted(job_dir.glob("algo-*/training.log")):
+        report += [f"--- {log} (last {REPORTED_LOG_LINES} lines)", *log.read_text().splitlines()[-REPORTED_LOG_LINES:]]
+    return "\n".join(report)
+
+
 @pytest.fixture
-def local_sagemaker(moto: MotoEndpoint, tmp_path: Path) -> Iterator[LocalSageMaker]:
+def report_job() -> Callable[[Path, str, str | None], str]:
+    """`job_report` for tests: `assert status == "Completed", report_job(jobs_dir, name, reason)`."""
+    return job_report
+
+
+@pytest.fixture
+def jobs_dir(tmp_path: Path) -> Path:
+    """Where the test's local SageMaker keeps its jobs' host folders."""
+    return tmp_path / "jobs"
+
+
+@pytest.fixture
+def local_sagemaker(moto: MotoEndpoint, jobs_dir: Path) -> Iterator[LocalSageMaker]:
     service = TrainingJobService(
         s3_endpoint_url=moto.url, account_id=local_account_id(moto.url),
-        settings=RunnerSettings(work_dir=tmp_path / "jobs", stop_grace_seconds=5, checkpoint_sync_seconds=0.5))
+        settings=RunnerSettings(work_dir=jobs_dir, stop_grace_seconds=5, checkpoint_sync_seconds=0.5))
     with LocalSageMaker(service, registry_url=moto.url) as endpoint:
         yield endpoint
 

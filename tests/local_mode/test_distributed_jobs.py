@@ -25,7 +25,8 @@ def model_json(s3, uri: str, member: str) -> dict:
 
 @pytest.mark.parametrize(("job_name", "distribution"), [("dist-torchrun", TORCH_DISTRIBUTED), ("dist-mpi", SMDDP)],
                          ids=["torchrun per host", "mpi-style ranks"])
-def test_two_hosts_form_one_gloo_group(sagemaker, s3, training_request, wait_for_end, job_name, distribution):
+def test_two_hosts_form_one_gloo_group(sagemaker, s3, training_request, wait_for_end, report_job, jobs_dir, job_name,
+                                       distribution):
     # Given a job on two instances: torch_distributed (one torchrun per host, --nnodes 2) or smdistributed-style
     # (ranks from OMPI_COMM_WORLD_* variables, meeting through MASTER_ADDR/MASTER_PORT; no Open MPI here)
     request = training_request(job_name, "gloo_allreduce.py", instance_count=2, distribution=distribution)
@@ -35,7 +36,8 @@ def test_two_hosts_form_one_gloo_group(sagemaker, s3, training_request, wait_for
     description = wait_for_end(job_name)
 
     # Then both ranks joined one group and the all-reduce summed ranks 0 and 1
-    assert description["TrainingJobStatus"] == "Completed", description.get("FailureReason")
+    assert description["TrainingJobStatus"] == "Completed", report_job(jobs_dir, job_name,
+                                                                        description.get("FailureReason"))
     assert model_json(s3, description["ModelArtifacts"]["S3ModelArtifacts"], "allreduce.json") == {
         "world_size": 2, "sum": 1.0}
 
