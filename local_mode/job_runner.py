@@ -250,8 +250,9 @@ def _algorithm_error(exit_code: int, folder: HostFolder, log_tail: list[str]) ->
         message = "\n".join(errors[-3:])
     reason = f"AlgorithmError: ExecuteUserScriptError:\nExitCode {exit_code}\nErrorMessage \"{message}\""
     if torchrun:
-        # Last-kept when the reason is cut to the service's limit: it names the rank that died first.
-        return f"{reason[:FAILURE_REASON_LIMIT - len(torchrun.summary()) - 1]}\n{torchrun.summary()}"
+        # Kept whole when the reason is cut to the service's limit: it names the rank that failed first.
+        summary = torchrun.summary()[:FAILURE_REASON_LIMIT // 2]
+        return f"{reason[:FAILURE_REASON_LIMIT - len(summary) - 1]}\n{summary}"
     return reason[:FAILURE_REASON_LIMIT]
 
 
