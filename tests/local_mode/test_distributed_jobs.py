@@ -77,3 +77,19 @@ def test_a_rank_killed_by_a_signal_is_named_in_the_failure_reason(sagemaker, tra
     assert "torchrun root cause: rank 1 (local_rank: 0) exited with exitcode -9" in reason, reason
     assert "Signal 9 (SIGKILL)" in reason, reason
     assert "ChildFailedError" not in reason, reason
+
+
+def test_a_python_error_under_torchrun_is_reported_as_the_script_raised_it(sagemaker, training_request, wait_for_end):
+    # Given a torchrun job whose script raises
+    request = training_request("dist-raises", "fail.py", distribution=TORCH_DISTRIBUTED)
+
+    # When it runs
+    sagemaker.create_training_job(**request)
+    description = wait_for_end("dist-raises")
+
+    # Then the reason is the script's error and the rank torchrun saw fail, not torchrun's own traceback
+    assert description["TrainingJobStatus"] == "Failed"
+    reason = description["FailureReason"]
+    assert "ValueError: rank.train line 7" in reason, reason
+    assert "torchrun root cause: rank 0 (local_rank: 0) exited with exitcode 1" in reason, reason
+    assert "ChildFailedError" not in reason, reason
