@@ -5,8 +5,10 @@ one LocalPipeline (the synthesized app's resources on the same moto server) and 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ TERMINAL = ("Completed", "Failed", "Stopped")
 TRAINING_CODE = Path(__file__).resolve().parents[2] / "training_code"
 DEMO_QUERIES = 128  # enough whole queries for 2 ranks x the default 32 per batch
 REPORTED_LOG_LINES = 40  # torchrun's failure report is about 35 lines
+FAILED_JOBS_DIR = Path(__file__).resolve().parents[2] / "local-runs" / "failed-test-jobs"  # make clean removes it
 
 
 @pytest.fixture(scope="session")
@@ -51,13 +54,23 @@ def s3(moto: MotoEndpoint) -> Any:
 
 
 def job_report(jobs_dir: Path, job_name: str, failure_reason: str | None) -> str:
-    """What an assertion on a job's status prints when the job did not end as expected: its FailureReason, its folder
-    (pytest keeps the temporary folders of its last runs, failed or not) and the last lines of each host's log."""
+    """What an assertion on a job's status prints when the job did not end as expected: its FailureReason, where its
+    folder is kept (copied out of pytest's temporary folders, which later sessions delete) and the last lines of each
+    host's log."""
     job_dir = jobs_dir / job_name
-    report = [f"FailureReason: {failure_reason}", f"job folder: {job_dir}"]
-    for log in sorted(job_dir.glob("algo-*/training.log")):
+    kept = FAILED_JOBS_DIR / f"{time.strftime('%Y%m%dT%H%M%S')}-{job_name}"
+    shutil.copytree(job_dir, kept, dirs_exist_ok=True, ignore=_channels_and_code)
+    report = [f"FailureReason: {failure_reason}", f"job folder kept at {kept} (channels and code left out)"]
+    for log in sorted(kept.glob("algo-*/training.log")):
         report += [f"--- {log} (last {REPORTED_LOG_LINES} lines)", *log.read_text().splitlines()[-REPORTED_LOG_LINES:]]
     return "\n".join(report)
+
+
+def _channels_and_code(folder: str, names: list[str]) -> list[str]:
+    """A host's input channels (input/data) and unpacked code: copies of what the test uploaded."""
+    within = Path(folder).name
+    return [name for name in names
+            if (within == "input" and name == "data") or (within.startswith("algo-") and name == "code")]
 
 
 @pytest.fixture
@@ -145,6 +158,8 @@ def demo_pipeline(moto: MotoEndpoint, tmp_path_factory: pytest.TempPathFactory) 
     Synthesized for the PyTorch 2.2.0 container, the one whose rules allow every distribution, so that one stack's
     trigger accepts the jobs of each mode the tests run (local hosts run this Python whatever the container).
     """
-    with LocalPipeline(jobs_dir=tmp_path_factory.mktemp("demo-jobs"), stop_grace_seconds=10, moto=moto,
+    # A stopped job's script writes its SIGTERM checkpoint within the grace period; 30 s leaves room on a busy CPU
+    # (the service itself waits up to 120 s).
+    with LocalPipeline(jobs_dir=tmp_path_factory.mktemp("demo-jobs"), stop_grace_seconds=30, moto=moto,
                        context={"framework_version": "2.2.0"}) as pipeline:
         yield pipeline
