@@ -35,10 +35,10 @@ $(CHECKOV_VENV)/.installed: requirements-checkov.txt constraints-checkov.txt
 
 # Lint first: it fails in seconds, before the long test run, and reports in ruff's own format.
 # Two pytest-xdist workers: much of a test's time is spent starting processes and waiting on them, not computing.
-# loadgroup keeps each file's tests on one worker (tests/conftest.py), so module fixtures are built once.
+# loadfile keeps each file's tests on one worker, so its module-scoped fixtures are built once.
 test: setup
 	$(PYTHON) -m ruff check .
-	$(PYTHON) -m pytest -n 2 --dist loadgroup
+	$(PYTHON) -m pytest -n 2 --dist loadfile
 
 demo: setup
 	$(PYTHON) -m local_mode $(ARGS)

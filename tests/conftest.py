@@ -23,13 +23,3 @@ def letor_sample_dir() -> Path:
     if not (LETOR_SAMPLE_DIR / "rank.train").is_file():
         pytest.skip(f"LETOR sample not found at {LETOR_SAMPLE_DIR}: set LETOR_SAMPLE_DIR to the letor-sample folder")
     return LETOR_SAMPLE_DIR
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under `--dist loadgroup` (`make test` runs two workers) a file's tests run on one worker, since they share its
-    module-scoped fixtures (a trained model, a running pipeline) that a second worker would build again. Files that
-    share a session-scoped fixture worth building once name one `xdist_group` and run on one worker together."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

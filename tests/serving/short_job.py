@@ -10,13 +10,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 from local_mode.artifacts import tar_folder_contents
 
 TRAINING_CODE = Path(__file__).resolve().parents[2] / "training_code"
-# The suite's files share one trained job (conftest's session fixture): on one xdist worker it is trained once.
-SHARES_TRAINED_JOB = pytest.mark.xdist_group("serving-trained-job")
 NUM_FEATURES = 12
 # Tiny and quick on a busy CPU; dropout stays on, so eval mode is what makes scoring deterministic.
 FLAGS = ["--epochs", "3", "--batch-size", "8", "--width", "16", "--num-layers", "3", "--log1p", "true",

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_svmlight_file
 
-from .short_job import NUM_FEATURES, SHARES_TRAINED_JOB
+from .short_job import NUM_FEATURES
 
-pytestmark = [pytest.mark.slow, SHARES_TRAINED_JOB]
+pytestmark = pytest.mark.slow
 
 SERVE_LIKE_TOOLKIT = Path(__file__).with_name("serve_like_toolkit.py")
 

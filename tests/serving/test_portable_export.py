@@ -9,9 +9,7 @@ from ranker.data.channels import load_channel
 from ranker.model.export import load_scorer
 from ranker.model.portable import EXPORTED_PROGRAM, load_exported_program
 
-from .short_job import SHARES_TRAINED_JOB
-
-pytestmark = [pytest.mark.slow, SHARES_TRAINED_JOB]
+pytestmark = pytest.mark.slow
 
 
 def test_the_exported_program_scores_within_1e_5_of_the_trained_model(trained_job):

@@ -13,9 +13,9 @@ import torch
 from ranker.model.metrics import NDCG_CUTOFFS
 from sklearn.datasets import load_svmlight_file
 
-from .short_job import NUM_FEATURES, SHARES_TRAINED_JOB, code_env
+from .short_job import NUM_FEATURES, code_env
 
-pytestmark = [pytest.mark.slow, SHARES_TRAINED_JOB]
+pytestmark = pytest.mark.slow
 
 
 def predict(*args: str) -> subprocess.CompletedProcess:
