@@ -34,6 +34,7 @@ from local_mode.launcher import installed_mpirun, launcher_for, plan_launches
 from local_mode.network import free_port
 from local_mode.process_group import LogSink, ProcessGroup
 from local_mode.s3_transfer import download_prefix, join_s3_uri, split_s3_uri, upload_file
+from local_mode.torchrun_report import root_cause
 from local_mode.training_job import TrainingJob
 
 FAILURE_REASON_LIMIT = 1024  # FailureReason's maximum length in the service model
@@ -236,14 +237,22 @@ def _sync_until(checkpoints: CheckpointSync | None, done: threading.Event, setti
 
 
 def _algorithm_error(exit_code: int, folder: HostFolder, log_tail: list[str]) -> str:
-    """The failed host's own /opt/ml/output/failure when it wrote one, else the last error lines of its log."""
+    """The failed host's own /opt/ml/output/failure when it wrote one, else the last error lines its processes
+    logged; under torchrun, followed by the root cause torchrun reported (the failed rank, its exit code or signal)."""
+    torchrun = root_cause(log_tail)
     if folder.failure_file.is_file():
         message = folder.failure_file.read_text().strip()
     else:
-        lines = [line.strip() for line in log_tail if line.strip()]
+        # torchrun's report is its own traceback and table, not the workers' errors: those come before it.
+        worker_lines = log_tail[:torchrun.report_start] if torchrun else log_tail
+        lines = [line.strip() for line in worker_lines if line.strip()]
         errors = [line for line in lines if _ERROR_LINE.search(line)] or lines
         message = "\n".join(errors[-3:])
     reason = f"AlgorithmError: ExecuteUserScriptError:\nExitCode {exit_code}\nErrorMessage \"{message}\""
+    if torchrun:
+        # Kept whole when the reason is cut to the service's limit: it names the rank that failed first.
+        summary = torchrun.summary()[:FAILURE_REASON_LIMIT // 2]
+        return f"{reason[:FAILURE_REASON_LIMIT - len(summary) - 1]}\n{summary}"
     return reason[:FAILURE_REASON_LIMIT]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from functools import cache
 from typing import Any
 
 import boto3
@@ -11,12 +13,21 @@ LOCAL_REGION = "us-east-1"
 # Local endpoints accept any credentials; these only keep botocore from looking for real ones.
 DUMMY_CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
 
+# A session is not safe to create clients from in two threads at once; the clients it makes are.
+_SESSION_LOCK = threading.Lock()
+
+
+@cache
+def _session() -> boto3.session.Session:
+    """One session for every local client: it loads each service's model once (a fresh session reads and parses the
+    JSON again, most of a second for SageMaker's), and each client still gets its own event hooks."""
+    return boto3.session.Session()
+
 
 def local_client(service: str, endpoint_url: str) -> Any:
     """A boto3 client for `service` that talks to `endpoint_url` only."""
-    return boto3.session.Session().client(
-        service, endpoint_url=endpoint_url, region_name=LOCAL_REGION, **DUMMY_CREDENTIALS
-    )
+    with _SESSION_LOCK:
+        return _session().client(service, endpoint_url=endpoint_url, region_name=LOCAL_REGION, **DUMMY_CREDENTIALS)
 
 
 def dummy_credentials_environment() -> dict[str, str]:

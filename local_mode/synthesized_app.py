@@ -4,12 +4,14 @@ Local mode runs the app command from cdk.json with the CLI's two inputs (CDK_OUT
 cdk.json's context); the assembly is reused while app.py, cdk.json, stacks/, lambda/ and training_code/ are
 unchanged (and a `source_dir` of the user's own), since synthesis (with its Lambda and source bundles) is the slowest step of a demo. Assemblies are kept
 under a folder named by that source fingerprint and appear there complete (synthesized aside, then renamed), so
-the demo and test sessions running at the same time share them safely. `-c key=value` context (the demo's
+the demo and test sessions running at the same time share them safely; a file lock per fingerprint makes a session
+that needs an assembly another is synthesizing wait for it rather than synthesize it again. `-c key=value` context (the demo's
 `--framework-version`) is part of the fingerprint.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -53,6 +55,16 @@ def synthesize(cache_dir: Path = SYNTH_CACHE, context: Mapping[str, str] | None 
     if (assembly / "manifest.json").is_file():
         return assembly
     cache_dir.mkdir(parents=True, exist_ok=True)
+    # One synthesis per fingerprint at a time: a second session (a parallel test worker, a demo) waits for the first
+    # and reuses its assembly instead of spending the same minute of CPU beside it.
+    with (cache_dir / f".{fingerprint}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (assembly / "manifest.json").is_file():
+            return assembly
+        return _synthesize_into(assembly, fingerprint, cache_dir, context)
+
+
+def _synthesize_into(assembly: Path, fingerprint: str, cache_dir: Path, context: Mapping[str, str]) -> Path:
     scratch = Path(tempfile.mkdtemp(prefix=f".{fingerprint}-", dir=cache_dir))
     cdk_json = json.loads((PROJECT_ROOT / "cdk.json").read_text())
     env = {**os.environ, "CDK_OUTDIR": str(scratch), "CDK_CONTEXT_JSON": json.dumps({**cdk_json.get("context", {}), **context}),
@@ -72,9 +84,13 @@ def synthesize(cache_dir: Path = SYNTH_CACHE, context: Mapping[str, str] | None 
 
 
 def _remove_stale_assemblies(cache_dir: Path, keep: Path) -> None:
-    """Assemblies of earlier sources, once no session can still be using them."""
+    """Assemblies of earlier sources and their locks, once no session can still be using them."""
     cutoff = time.time() - _STALE_AFTER_SECONDS
-    for folder in cache_dir.iterdir():
-        if (folder != keep and folder.is_dir() and len(folder.name) == _FINGERPRINT_LENGTH
-                and folder.stat().st_mtime < cutoff):
-            shutil.rmtree(folder, ignore_errors=True)
+    for path in cache_dir.iterdir():
+        assembly = path.is_dir() and len(path.name) == _FINGERPRINT_LENGTH and path != keep
+        lock = path.name.endswith(".lock") and path.name != f".{keep.name}.lock"
+        if (assembly or lock) and path.stat().st_mtime < cutoff:
+            if assembly:
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)

@@ -5,8 +5,10 @@ one LocalPipeline (the synthesized app's resources on the same moto server) and 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +34,8 @@ TRAIN_URI = f"s3://{DATA_BUCKET}/datasets/toy/v1/train/"
 TERMINAL = ("Completed", "Failed", "Stopped")
 TRAINING_CODE = Path(__file__).resolve().parents[2] / "training_code"
 DEMO_QUERIES = 128  # enough whole queries for 2 ranks x the default 32 per batch
+REPORTED_LOG_LINES = 40  # torchrun's failure report is about 35 lines
+FAILED_JOBS_DIR = Path(__file__).resolve().parents[2] / "local-runs" / "failed-test-jobs"  # make clean removes it
 
 
 @pytest.fixture(scope="session")
@@ -51,11 +55,43 @@ def s3(moto: MotoEndpoint) -> Any:
     return local_client("s3", moto.url)
 
 
+def job_report(jobs_dir: Path, job_name: str, failure_reason: str | None) -> str:
+    """What an assertion on a job's status prints when the job did not end as expected: its FailureReason, where its
+    folder is kept (copied out of pytest's temporary folders, which later sessions delete) and the last lines of each
+    host's log."""
+    job_dir = jobs_dir / job_name
+    kept = FAILED_JOBS_DIR / f"{time.strftime('%Y%m%dT%H%M%S')}-{job_name}"
+    shutil.copytree(job_dir, kept, dirs_exist_ok=True, ignore=_channels_and_code)
+    report = [f"FailureReason: {failure_reason}", f"job folder kept at {kept} (channels and code left out)"]
+    for log in sorted(kept.glob("algo-*/training.log")):
+        report += [f"--- {log} (last {REPORTED_LOG_LINES} lines)", *log.read_text().splitlines()[-REPORTED_LOG_LINES:]]
+    return "\n".join(report)
+
+
+def _channels_and_code(folder: str, names: list[str]) -> list[str]:
+    """A host's input channels (input/data) and unpacked code: copies of what the test uploaded."""
+    within = Path(folder).name
+    return [name for name in names
+            if (within == "input" and name == "data") or (within.startswith("algo-") and name == "code")]
+
+
 @pytest.fixture
-def local_sagemaker(moto: MotoEndpoint, tmp_path: Path) -> Iterator[LocalSageMaker]:
+def report_job() -> Callable[[Path, str, str | None], str]:
+    """`job_report` for tests: `assert status == "Completed", report_job(jobs_dir, name, reason)`."""
+    return job_report
+
+
+@pytest.fixture
+def jobs_dir(tmp_path: Path) -> Path:
+    """Where the test's local SageMaker keeps its jobs' host folders."""
+    return tmp_path / "jobs"
+
+
+@pytest.fixture
+def local_sagemaker(moto: MotoEndpoint, jobs_dir: Path) -> Iterator[LocalSageMaker]:
     service = TrainingJobService(
         s3_endpoint_url=moto.url, account_id=local_account_id(moto.url),
-        settings=RunnerSettings(work_dir=tmp_path / "jobs", stop_grace_seconds=5, checkpoint_sync_seconds=0.5))
+        settings=RunnerSettings(work_dir=jobs_dir, stop_grace_seconds=5, checkpoint_sync_seconds=0.5))
     with LocalSageMaker(service, registry_url=moto.url) as endpoint:
         yield endpoint
 
@@ -176,7 +212,9 @@ def demo_pipeline(moto: MotoEndpoint, tmp_path_factory: pytest.TempPathFactory) 
     Synthesized for the PyTorch 2.2.0 container, the one whose rules allow every distribution, so that one stack's
     trigger accepts the jobs of each mode the tests run (local hosts run this Python whatever the container).
     """
-    with LocalPipeline(jobs_dir=tmp_path_factory.mktemp("demo-jobs"), stop_grace_seconds=10, moto=moto,
+    # A stopped job's script writes its SIGTERM checkpoint within the grace period; 30 s leaves room on a busy CPU
+    # (the service itself waits up to 120 s).
+    with LocalPipeline(jobs_dir=tmp_path_factory.mktemp("demo-jobs"), stop_grace_seconds=30, moto=moto,
                        context={"framework_version": "2.2.0"}) as pipeline:
         yield pipeline
 

@@ -68,13 +68,13 @@ def host_logs(pipeline: LocalPipeline, result: DemoResult) -> str:
 
 @pytest.mark.parametrize("distribution", ["torch_distributed", "pytorchddp", "smdistributed"])
 def test_a_stock_lightning_module_trains_on_two_hosts_of_two_ranks(distribution, lightning_pipeline, letor_data,
-                                                                    tmp_path):
+                                                                    tmp_path, report_job):
     # Given Lightning's BoringModel with the one-argument strategy, bundled from its own folder
     # When its dataset version lands and the trigger starts a 2-host job of this distribution (2 ranks per host)
     result = run(lightning_pipeline, LIGHTNING, distribution, letor_data, tmp_path)
 
     # Then it trained to completion as one world of four and left its model
-    assert result.status == "Completed", result.failure_reason
+    assert result.status == "Completed", report_job(lightning_pipeline.jobs_dir, result.job_name, result.failure_reason)
     assert "model.pt" in model_members(lightning_pipeline.s3, result.model_artifact)
     logs = host_logs(lightning_pipeline, result)
     # BoringModel: 64 samples in batches of one, split four ways -> 16 steps per epoch, 2 epochs
@@ -83,24 +83,25 @@ def test_a_stock_lightning_module_trains_on_two_hosts_of_two_ranks(distribution,
 
 @pytest.mark.parametrize("distribution", ["torch_distributed", "pytorchddp"])
 def test_a_tutorial_shaped_ddp_script_trains_and_reports_its_own_metric(distribution, tutorial_pipeline, letor_data,
-                                                                       tmp_path):
+                                                                       tmp_path, report_job):
     # Given the DDP tutorial's shape with the one call, and metric definitions that read its own log lines
     result = run(tutorial_pipeline, TUTORIAL, distribution, letor_data, tmp_path)
 
     # Then every rank of both hosts trained, and SageMaker's metric reading found the last epoch
-    assert result.status == "Completed", result.failure_reason
+    assert result.status == "Completed", report_job(tutorial_pipeline.jobs_dir, result.job_name, result.failure_reason)
     assert "model.pt" in model_members(tutorial_pipeline.s3, result.model_artifact)
     logs = host_logs(tutorial_pipeline, result)
     assert all(f"[rank {rank}] Epoch 2 |" in logs for rank in range(4))
     assert result.metrics == {"epoch": 2.0}
 
 
-def test_a_script_that_does_not_import_the_package_runs_under_torch_distributed(moto, letor_data, tmp_path):
+def test_a_script_that_does_not_import_the_package_runs_under_torch_distributed(moto, letor_data, tmp_path,
+                                                                              report_job):
     # Given a plain torch.distributed script (env:// rendezvous, gloo), bundled with nothing changed
     with pipeline_for(PLAIN, moto, tmp_path / "jobs") as pipeline:
         result = run(pipeline, PLAIN, "torch_distributed", letor_data, tmp_path)
 
         # Then torchrun's variables were enough: one world of four, and the model in model.tar.gz
-        assert result.status == "Completed", result.failure_reason
+        assert result.status == "Completed", report_job(pipeline.jobs_dir, result.job_name, result.failure_reason)
         assert "world_size=4 steps=5" in host_logs(pipeline, result)
         assert "model.pt" in model_members(pipeline.s3, result.model_artifact)

@@ -130,7 +130,7 @@ def mean_ndcg_at_10(data: Any, scores: np.ndarray) -> float:
     return float(np.mean([ndcg_score([data.labels[start:end]], [scores[start:end]], k=10) for start, end in bounds]))
 
 
-def test_stopping_a_demo_job_ends_it_stopped_with_a_checkpoint(demo_pipeline, letor_data, tmp_path):
+def test_stopping_a_demo_job_ends_it_stopped_with_a_checkpoint(demo_pipeline, letor_data, tmp_path, report_job):
     # Given a long demo job (every one of its epochs: no early stopping) that has begun reporting metrics
     options = small_demo(tmp_path, distribution="none", entry_point="train_ddp.py", epochs=500,
                          hyperparameters=(("early-stopping", "0"),))
@@ -147,7 +147,8 @@ def test_stopping_a_demo_job_ends_it_stopped_with_a_checkpoint(demo_pipeline, le
     assert description["TrainingJobStatus"] == "Stopped"
     steps = [transition["Status"] for transition in description["SecondaryStatusTransitions"]]
     assert steps[-2:] == ["Stopping", "Stopped"]
-    assert list_keys(demo_pipeline.s3, description["CheckpointConfig"]["S3Uri"])
+    assert list_keys(demo_pipeline.s3, description["CheckpointConfig"]["S3Uri"]), report_job(
+        demo_pipeline.jobs_dir, job_name, description.get("FailureReason"))
 
 
 def wait_for_first_metric(pipeline: LocalPipeline, job_name: str, timeout: float = 120) -> None:

@@ -25,7 +25,8 @@ def model_json(s3, uri: str, member: str) -> dict:
 
 @pytest.mark.parametrize(("job_name", "distribution"), [("dist-torchrun", TORCH_DISTRIBUTED), ("dist-mpi", SMDDP)],
                          ids=["torchrun per host", "mpi-style ranks"])
-def test_two_hosts_form_one_gloo_group(sagemaker, s3, training_request, wait_for_end, job_name, distribution):
+def test_two_hosts_form_one_gloo_group(sagemaker, s3, training_request, wait_for_end, report_job, jobs_dir, job_name,
+                                       distribution):
     # Given a job on two instances: torch_distributed (one torchrun per host, --nnodes 2) or smdistributed-style
     # (ranks from OMPI_COMM_WORLD_* variables, meeting through MASTER_ADDR/MASTER_PORT; no Open MPI here)
     request = training_request(job_name, "gloo_allreduce.py", instance_count=2, distribution=distribution)
@@ -35,7 +36,8 @@ def test_two_hosts_form_one_gloo_group(sagemaker, s3, training_request, wait_for
     description = wait_for_end(job_name)
 
     # Then both ranks joined one group and the all-reduce summed ranks 0 and 1
-    assert description["TrainingJobStatus"] == "Completed", description.get("FailureReason")
+    assert description["TrainingJobStatus"] == "Completed", report_job(jobs_dir, job_name,
+                                                                        description.get("FailureReason"))
     assert model_json(s3, description["ModelArtifacts"]["S3ModelArtifacts"], "allreduce.json") == {
         "world_size": 2, "sum": 1.0}
 
@@ -59,3 +61,35 @@ def test_checkpoints_sync_to_s3_and_a_rerun_resumes_from_them(sagemaker, s3, tra
 
 def description_of(sagemaker, name: str) -> str:
     return sagemaker.describe_training_job(TrainingJobName=name)["ModelArtifacts"]["S3ModelArtifacts"]
+
+
+def test_a_rank_killed_by_a_signal_is_named_in_the_failure_reason(sagemaker, training_request, wait_for_end):
+    # Given a torchrun job on two hosts whose last rank is killed by SIGKILL, leaving no traceback of its own
+    request = training_request("dist-killed", "killed_rank.py", instance_count=2, distribution=TORCH_DISTRIBUTED)
+
+    # When it runs
+    sagemaker.create_training_job(**request)
+    description = wait_for_end("dist-killed")
+
+    # Then the reason names that rank and its signal, as torchrun reported them, not torchrun's own traceback
+    assert description["TrainingJobStatus"] == "Failed"
+    reason = description["FailureReason"]
+    assert "torchrun root cause: rank 1 (local_rank: 0) exited with exitcode -9" in reason, reason
+    assert "Signal 9 (SIGKILL)" in reason, reason
+    assert "ChildFailedError" not in reason, reason
+
+
+def test_a_python_error_under_torchrun_is_reported_as_the_script_raised_it(sagemaker, training_request, wait_for_end):
+    # Given a torchrun job whose script raises
+    request = training_request("dist-raises", "fail.py", distribution=TORCH_DISTRIBUTED)
+
+    # When it runs
+    sagemaker.create_training_job(**request)
+    description = wait_for_end("dist-raises")
+
+    # Then the reason is the script's error and the rank torchrun saw fail, not torchrun's own traceback
+    assert description["TrainingJobStatus"] == "Failed"
+    reason = description["FailureReason"]
+    assert "ValueError: rank.train line 7" in reason, reason
+    assert "torchrun root cause: rank 0 (local_rank: 0) exited with exitcode 1" in reason, reason
+    assert "ChildFailedError" not in reason, reason

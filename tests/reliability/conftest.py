@@ -20,6 +20,7 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "RankerTraining")
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(PROJECT_ROOT / "tests" / "unit"))  # the trigger tests' stack environment and sample events
+sys.path.insert(0, str(PROJECT_ROOT / "tests" / "training"))  # the training tests' launch helpers (training_launch)
 
 from training_trigger import aws_clients  # noqa: E402
 from training_trigger.settings import load_settings  # noqa: E402

@@ -16,4 +16,5 @@ print(f"rank {rank}/{world_size} on {os.environ['SM_CURRENT_HOST']} sum={total.i
 if rank == 0:
     (Path(os.environ["SM_MODEL_DIR"]) / "allreduce.json").write_text(
         json.dumps({"world_size": world_size, "sum": total.item()}))
+dist.barrier()  # no rank leaves while another is still in the all-reduce: gloo would abort it
 dist.destroy_process_group()

@@ -1,5 +1,9 @@
 """A DDP script that knows nothing of this pipeline: torchrun's variables, env:// rendezvous, gloo, a model saved
-where SageMaker packs model.tar.gz. Under `torch_distributed` it needs no change at all."""
+where SageMaker packs model.tar.gz. Under `torch_distributed` it needs no change at all.
+
+Its ranks meet in a barrier before leaving the group, as any gloo script's must: a rank that closes its connections
+while a peer is still in a collective with it (the last gradient all-reduce) makes
+gloo abort that peer ("Connection closed by peer"), with no Python traceback."""
 
 import argparse
 import os
@@ -24,4 +28,5 @@ for step in range(args.steps):
 if dist.get_rank() == 0:
     print(f"world_size={dist.get_world_size()} steps={args.steps}", flush=True)
     torch.save(model.module.state_dict(), os.path.join(os.environ["SM_MODEL_DIR"], "model.pt"))
+dist.barrier()
 dist.destroy_process_group()
