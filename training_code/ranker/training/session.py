@@ -4,6 +4,7 @@ and place the data, and at the end write the artifacts (rank 0 only)."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -124,6 +125,10 @@ def run_training(train: Callable[[Session], None], argv: Sequence[str], descript
     """What both entry points' `main` does around its loop: report a failure where SageMaker reads it, start the
     session, train, and leave the process group on success and failure alike."""
     with failure_reported(usage_errors=(ConfigError,)):
+        # What exists by now (the imported modules, torch's above all) lives as long as the process: collections
+        # need not walk it again. Each full collection would, the interpreter's final ones at exit too (on a CPU
+        # host, a second of a short job).
+        gc.freeze()
         session = start_session(argv, description)
         try:
             train(session)
