@@ -119,5 +119,5 @@ class Bookkeeping:
                               self.last_metrics.get("train_loss", float("nan")), validation=self.best.metrics)
         timeline.mark("evaluated", self.session.topology.is_main)
         self.progress.note(exported_weights_note(self.best.step, self.best.epoch))
-        self.progress.report({"epoch": self.epoch, "step": self.step, **final})
         finish_session(self.session, self.parts.model, {**final, **self.best.provenance()})
+        self.progress.report({"epoch": self.epoch, "step": self.step, **final})  # the log's last line
