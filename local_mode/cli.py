@@ -8,6 +8,7 @@ from pathlib import Path
 
 from local_mode.container_envs import MissingInterpreter
 from local_mode.demo import DemoOptions, DemoResult, TriggerRefused, profiles, run_demo
+from local_mode.tuning_demo import TuningOptions, TuningResult, parameter_ranges, render_tuning_summary
 from local_mode.watchdog_schedule import WatchdogTiming
 
 ENTRY_POINTS = ("train_lightning.py", "train_ddp.py")
@@ -47,6 +48,20 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
                              "stack's stall_minutes, in seconds); with --stall-check-seconds")
     parser.add_argument("--stall-check-seconds", type=float, default=None,
                         help="how often the watchdog looks (the stack's stall_check_minutes, in seconds)")
+    tuning = parser.add_argument_group("tuning", "run a hyperparameter tuning job over the job (docs/tuning.md)")
+    tuning.add_argument("--tune", action="append", default=[], metavar="NAME=SPEC",
+                        help="a tuned hyperparameter (repeatable): NAME=continuous:MIN:MAX[:log], "
+                             "NAME=integer:MIN:MAX[:log] or NAME=categorical:A,B,...")
+    tuning.add_argument("--strategy", choices=("Random", "Grid", "Bayesian", "Hyperband"), default="Random",
+                        help="the search strategy (Bayesian and Hyperband run as Random locally)")
+    tuning.add_argument("--max-jobs", type=int, default=None,
+                        help="trials to run (MaxNumberOfTrainingJobs); default 4, and for Grid every combination")
+    tuning.add_argument("--max-parallel-jobs", type=int, default=2, help="trials running at once")
+    tuning.add_argument("--objective", default="val_ndcg@10", help="the metric definition to optimise")
+    tuning.add_argument("--objective-type", choices=("Maximize", "Minimize"), default="Maximize")
+    tuning.add_argument("--random-seed", type=int, default=None, help="makes Random draws reproducible")
+    tuning.add_argument("--early-stopping", choices=("Off", "Auto"), default="Off",
+                        help="TrainingJobEarlyStoppingType (not emulated locally)")
     args = parser.parse_args(argv)
     profile = profiles.profile_named(args.framework_version) if args.framework_version else None
     if profile and args.distribution not in profile.distributions:
@@ -75,6 +90,23 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
             parser.error(f"--stall-seconds={args.stall_seconds} --stall-check-seconds={args.stall_check_seconds}: "
                          "use positive numbers")
         watchdog_timing = WatchdogTiming(args.stall_seconds, args.stall_check_seconds)
+    tuning_options = None
+    if args.tune:
+        ranges = []
+        for item in args.tune:
+            name, separator, spec = item.partition("=")
+            if not separator or not name:
+                parser.error(f"--tune {item!r}: write NAME=SPEC")
+            ranges.append((name, spec))
+        try:
+            parameter_ranges(tuple(ranges))
+        except ValueError as bad:
+            parser.error(str(bad))
+        max_jobs = args.max_jobs if args.max_jobs is not None or args.strategy == "Grid" else 4
+        tuning_options = TuningOptions(ranges=tuple(ranges), strategy=args.strategy, max_jobs=max_jobs,
+                                       max_parallel_jobs=args.max_parallel_jobs, objective_metric=args.objective,
+                                       objective_type=args.objective_type, random_seed=args.random_seed,
+                                       early_stopping=args.early_stopping)
     if args.data and not args.data.is_dir():
         parser.error(f"--data {args.data}: not a folder; give a folder holding rank.train (+ rank.train.query)")
     return DemoOptions(queries=args.queries, epochs=args.epochs, entry_point=args.entry_point,
@@ -82,7 +114,7 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
                        processes_per_host=args.processes_per_host, data=args.data,
                        work_dir=args.work_dir, framework_version=args.framework_version, source_dir=args.source_dir,
                        hyperparameters=tuple(hyperparameters), metric_definitions=args.metric_definitions,
-                       watchdog_timing=watchdog_timing)
+                       watchdog_timing=watchdog_timing, tuning=tuning_options)
 
 
 def render_summary(result: DemoResult) -> str:
@@ -117,5 +149,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TriggerRefused, MissingInterpreter) as refused:
         print(refused)
         return 1
-    print(render_summary(result))
+    print(render_tuning_summary(result) if isinstance(result, TuningResult) else render_summary(result))
     return 0 if result.status == "Completed" else 1

@@ -13,6 +13,8 @@ from typing import Any
 from local_mode.container_layout import INSTANCE_GROUP_NAME, HostFolder
 
 FRAMEWORK_PREFIX = "sagemaker_"
+# The hyperparameter a tuning job adds to each of its training jobs; the toolkit keeps it from the script too.
+TUNING_OBJECTIVE_HYPERPARAMETER = "_tuning_objective_metric"
 
 
 def decode_hyperparameters(encoded: dict[str, str]) -> dict[str, Any]:
@@ -27,10 +29,15 @@ def decode_hyperparameters(encoded: dict[str, str]) -> dict[str, Any]:
 
 
 def split_hyperparameters(decoded: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(framework parameters `sagemaker_*`, user hyperparameters): the toolkit never passes the first to scripts."""
-    framework = {name: value for name, value in decoded.items() if name.startswith(FRAMEWORK_PREFIX)}
-    user = {name: value for name, value in decoded.items() if not name.startswith(FRAMEWORK_PREFIX)}
+    """(framework parameters `sagemaker_*` and the tuning objective, user hyperparameters): the toolkit never passes
+    the first to scripts."""
+    framework = {name: value for name, value in decoded.items() if _is_framework_parameter(name)}
+    user = {name: value for name, value in decoded.items() if not _is_framework_parameter(name)}
     return framework, user
+
+
+def _is_framework_parameter(name: str) -> bool:
+    return name.startswith(FRAMEWORK_PREFIX) or name == TUNING_OBJECTIVE_HYPERPARAMETER
 
 
 def user_args(user_hyperparameters: dict[str, Any]) -> list[str]:

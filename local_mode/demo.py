@@ -4,6 +4,9 @@ generate (or take) LETOR data -> upload `datasets/<name>/<version>/train/` -> up
 -> EventBridge event from the stored marker -> trigger handler with the stack's environment -> local job ->
 its state change event -> registrar handler -> summary (job, status, duration, NDCG@10 and its split, the unpacked
 model, the registered model package, plots; for a job the stalled-job watchdog stopped, why).
+
+With `tuning` options the job becomes a tuning job's definition: its trials run a few at a time, and the summary is a
+table of trials with the best one and its registration (local_mode/tuning_demo.py).
 """
 
 from __future__ import annotations
@@ -23,9 +26,16 @@ from typing import Any
 from tqdm import tqdm
 
 from local_mode.container_envs import container_env
-from local_mode.pipeline import LocalPipeline
+from local_mode.pipeline import LocalPipeline, wait_for_tuning_job
 from local_mode.s3_transfer import split_s3_uri
 from local_mode.synthesized_app import PROJECT_ROOT
+from local_mode.tuning_demo import (
+    TuningOptions,
+    TuningResult,
+    manifest_section,
+    summarize_tuning,
+    tuning_job_request,
+)
 from local_mode.watchdog_schedule import WatchdogTiming
 from stacks.training_code_modules import training_code_module
 
@@ -63,6 +73,8 @@ class DemoOptions:
     watchdog_timing: WatchdogTiming | None = None
     """The stalled-job watchdog's silence and period in seconds; None: the stack's `stall_minutes` and
     `stall_check_minutes`."""
+    tuning: TuningOptions | None = None
+    """Run a tuning job over this job instead of the job alone."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +97,7 @@ class DemoResult:
     """The job's final metrics, as its MetricDefinitions read them from the log."""
 
 
-def run_demo(options: DemoOptions) -> DemoResult:
+def run_demo(options: DemoOptions) -> DemoResult | TuningResult:
     """The whole flow with a fresh local pipeline; raises TriggerRefused when the trigger starts no job."""
     run_dir = options.work_dir / time.strftime("run-%Y%m%d-%H%M%S")
     # The stack synthesized as `cdk synth -c distribution=...` would: its container is that distribution's default
@@ -101,7 +113,8 @@ def run_demo(options: DemoOptions) -> DemoResult:
         with LocalPipeline(jobs_dir=run_dir / "jobs", processes_per_host=options.processes_per_host,
                            on_log_line=lambda host, line: tqdm.write(f"[{host}] {line}"), context=context,
                            container=container, watchdog_timing=options.watchdog_timing) as pipeline:
-            return run_demo_job(pipeline, options, dataset.result())
+            run = run_tuning_demo_job if options.tuning else run_demo_job
+            return run(pipeline, options, dataset.result())
 
 
 def bring_your_own_context(options: DemoOptions) -> dict[str, str]:
@@ -125,7 +138,7 @@ def channels_of(data: Path) -> dict[str, Path]:
 
 def run_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Path) -> DemoResult:
     """Upload `data` as a new dataset version, deliver its marker to the trigger, follow the job, summarize it."""
-    version = f"v{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
+    version = _new_version()
     marker = pipeline.upload_channels(channels_of(data), dataset=DATASET_NAME, version=version,
                                       manifest=demo_manifest(options))
     result = pipeline.deliver(marker)
@@ -135,6 +148,47 @@ def run_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Path) -> D
     stop = pipeline.stopped_by_watchdog(result["job_name"]) if pipeline.watchdog else None
     return summarize(description, pipeline.deliver_job_state(description), pipeline.s3, options.work_dir,
                      watchdog_reason=stop["reason"] if stop else None)
+
+
+def run_tuning_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Path) -> TuningResult:
+    """Upload `data` as a new dataset version, run a tuning job whose definition is the training job the trigger
+    builds for it, follow it, summarize its trials and the registration of its best model."""
+    assert options.tuning, "run_tuning_demo_job needs DemoOptions.tuning"
+    version = _new_version()
+    manifest = demo_manifest(options)
+    marker = pipeline.upload_channels(channels_of(data), dataset=DATASET_NAME, version=version, manifest=manifest)
+    name = start_tuning_job(pipeline, marker, version=version, options=options)
+    description = wait_for_tuning_job(pipeline.sagemaker, name)
+    pages = pipeline.sagemaker.get_paginator("list_training_jobs_for_hyper_parameter_tuning_job").paginate(
+        HyperParameterTuningJobName=name, SortBy="Name", SortOrder="Ascending")
+    trials = [summary for page in pages for summary in page["TrainingJobSummaries"]]
+    return summarize_tuning(description, trials, pipeline.tuning_delivery(name))
+
+
+def start_tuning_job(pipeline: LocalPipeline, marker: str, *, version: str, options: DemoOptions) -> str:
+    """Start the tuning job the version's manifest asks for; returns its name.
+
+    A trigger that builds tuning jobs answers the dry run of the version with `job_kind: tuning` and starts the tuning
+    job from the marker's event. One that builds training jobs only still builds and checks the trials' training
+    request (its guards included), which the demo then wraps in the tuning job itself.
+    """
+    assert options.tuning, "start_tuning_job needs DemoOptions.tuning"
+    planned = pipeline.invoke_trigger({"dataset": DATASET_NAME, "version": version, "dry_run": True})
+    if planned.get("status") != "dry_run":
+        raise TriggerRefused(f"the trigger refused the tuning job's training job: {json.dumps(planned)[:2000]}")
+    if planned.get("job_kind") == "tuning":
+        started = pipeline.deliver(marker)
+        if started.get("status") != "started":
+            raise TriggerRefused(f"the trigger started no tuning job: {json.dumps(started)[:2000]}")
+        return started["job_name"]
+    name = f"{pipeline.static_settings['job_name_prefix']}-tune-{uuid.uuid4().hex[:6]}"
+    pipeline.sagemaker.create_hyper_parameter_tuning_job(**tuning_job_request(planned["request"], name=name,
+                                                                              options=options.tuning))
+    return name
+
+
+def _new_version() -> str:
+    return f"v{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
 
 
 def _dataset_folder(options: DemoOptions, run_dir: Path) -> Path:
@@ -154,9 +208,13 @@ def demo_manifest(options: DemoOptions) -> dict[str, Any]:
     """
     own_entry_point = options.source_dir is None
     hyperparameters = {**({"epochs": options.epochs} if own_entry_point else {}), **dict(options.hyperparameters)}
-    return {"training": {"entry_point": options.entry_point, "distribution": options.distribution,
-                         "instance_type": profiles.DEFAULT_INSTANCE_TYPES[options.distribution],
-                         "instance_count": options.instance_count, "hyperparameters": hyperparameters}}
+    manifest: dict[str, Any] = {"training": {
+        "entry_point": options.entry_point, "distribution": options.distribution,
+        "instance_type": profiles.DEFAULT_INSTANCE_TYPES[options.distribution],
+        "instance_count": options.instance_count, "hyperparameters": hyperparameters}}
+    if options.tuning:
+        manifest["tuning"] = manifest_section(options.tuning)
+    return manifest
 
 
 def follow_job(pipeline: LocalPipeline, job_name: str) -> dict[str, Any]:

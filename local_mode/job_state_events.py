@@ -1,7 +1,7 @@
-"""SageMaker's `Training Job State Change` event for a job, as EventBridge hands it to the stack's rule targets.
+"""SageMaker's job state change events, as EventBridge hands them to the stack's rule targets: `Training Job State
+Change` for a training job, `HyperParameter Tuning Job State Change` for a tuning job.
 
-The event's detail is the job's DescribeTrainingJob answer with timestamps in epoch milliseconds, plus its tags as
-a map.
+An event's detail is the job's Describe answer with timestamps in epoch milliseconds, plus its tags as a map.
 """
 
 from __future__ import annotations
@@ -13,20 +13,32 @@ from typing import Any
 from local_mode.local_clients import LOCAL_REGION
 
 DETAIL_TYPE = "SageMaker Training Job State Change"
+TUNING_DETAIL_TYPE = "SageMaker HyperParameter Tuning Job State Change"
 
 
 def training_job_state_change_event(description: dict[str, Any], tags: list[dict[str, str]], *,
                                     account: str) -> dict[str, Any]:
+    return _state_change_event(DETAIL_TYPE, description["TrainingJobArn"], description, tags, account)
+
+
+def tuning_job_state_change_event(description: dict[str, Any], tags: list[dict[str, str]], *,
+                                  account: str) -> dict[str, Any]:
+    return _state_change_event(TUNING_DETAIL_TYPE, description["HyperParameterTuningJobArn"], description, tags,
+                               account)
+
+
+def _state_change_event(detail_type: str, arn: str, description: dict[str, Any], tags: list[dict[str, str]],
+                        account: str) -> dict[str, Any]:
     detail = {**_epoch_milliseconds(description), "Tags": {tag["Key"]: tag["Value"] for tag in tags}}
     return {
         "version": "0",
         "id": str(uuid.uuid4()),
-        "detail-type": DETAIL_TYPE,
+        "detail-type": detail_type,
         "source": "aws.sagemaker",
         "account": account,
         "time": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "region": LOCAL_REGION,
-        "resources": [description["TrainingJobArn"]],
+        "resources": [arn],
         "detail": detail,
     }
 

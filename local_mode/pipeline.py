@@ -7,6 +7,10 @@ as the template configures it, and local SageMaker, all on 127.0.0.1.
         description = pipeline.wait(result["job_name"])
         registration = pipeline.deliver_job_state(description)  # {"status": "registered", ...} when Completed
 
+A tuning job started on `pipeline.sagemaker` announces its state changes as EventBridge would: each event goes to
+the registrar when one of the stack's rules that invoke it matches (`tuning_delivery(name)` is the registrar's answer
+to the tuning job's final state, None when no rule matched).
+
 The stalled-job watchdog runs on its schedule meanwhile (`watchdog_timing` shortens it), reading each host's log
 stream from moto's CloudWatch Logs; `stopped_by_watchdog(job_name)` is what it reported for a job it stopped.
 """
@@ -22,7 +26,8 @@ from typing import Any
 
 from local_mode.bucket_events import object_created_event
 from local_mode.container_envs import ContainerEnv
-from local_mode.job_state_events import training_job_state_change_event
+from local_mode.event_rules import matches
+from local_mode.job_state_events import training_job_state_change_event, tuning_job_state_change_event
 from local_mode.job_runner import RunnerSettings
 from local_mode.local_clients import local_account_id, local_client
 from local_mode.moto_endpoint import MotoEndpoint
@@ -33,10 +38,11 @@ from local_mode.synthesized_app import synthesize
 from local_mode.training_job import TERMINAL_STATUSES
 from local_mode.training_job_service import TrainingJobService
 from local_mode.trigger_invocation import invoke_trigger
+from local_mode.tuning_job import TERMINAL_TUNING_STATUSES
+from local_mode.tuning_job_service import TuningJobService
 from local_mode.watchdog_schedule import LocalSchedule, WatchdogTiming, schedule_seconds, scheduled_event
 from stacks.job_watchdog import POWERTOOLS_SERVICE_NAME as WATCHDOG_NAME
 from stacks.model_registration import POWERTOOLS_SERVICE_NAME as REGISTRAR_NAME
-from stacks.model_registration import REGISTERED_JOB_STATES
 
 # The environment variable that tells each function apart from the stacks' other functions: the trigger's names the
 # settings file in its bundle; the registrar's lists the metrics it registers; the watchdog's allows a silence.
@@ -76,6 +82,9 @@ class LocalPipeline:
         self._watchdog_stops: dict[str, dict[str, Any]] = {}
         self.watchdog_errors: list[str] = []
         """Why sweeps failed (in the cloud their events land in the watchdog's dead-letter queue)."""
+        self._registrar_patterns: list[dict[str, Any]] = []
+        self._tuning_deliveries: dict[str, dict[str, Any] | None] = {}
+        self._tuning_delivered = threading.Condition()
         self.account = ""
         self.trigger: LambdaFunction | None = None
         self.registrar: LambdaFunction | None = None
@@ -91,13 +100,15 @@ class LocalPipeline:
             resources = LocalStackResources(assembly, self._moto.url)
             self.trigger = resources.lambda_function(TRIGGER_MARKER_VARIABLE)
             self.registrar = resources.lambda_function(REGISTRAR_MARKER_VARIABLE)
+            self._registrar_patterns = resources.event_patterns_targeting(REGISTRAR_MARKER_VARIABLE)
             self.watchdog = resources.lambda_function(WATCHDOG_MARKER_VARIABLE, required=False)
             resources.publish_file_assets()
             self.account = local_account_id(self._moto.url)
             service = TrainingJobService(s3_endpoint_url=self._moto.url, account_id=self.account,
                                          settings=self._settings, on_log_line=self._on_log_line,
                                          logs_endpoint_url=self._moto.url)
-            self._sagemaker_endpoint = LocalSageMaker(service, registry_url=self._moto.url).start()
+            tuning = TuningJobService(service, account_id=self.account, on_state_change=self._tuning_state_changed)
+            self._sagemaker_endpoint = LocalSageMaker(tuning, registry_url=self._moto.url).start()
         except BaseException:
             self._stop_moto()
             raise
@@ -181,17 +192,40 @@ class LocalPipeline:
                               code_dir=self.trigger.code_dir, handler=self.trigger.handler)
 
     def deliver_job_state(self, description: dict[str, Any]) -> dict[str, Any] | None:
-        """EventBridge delivers the job's state change to the registrar when its rule matches (a Completed job);
-        returns the handler's result, or None for a state the rule does not match."""
-        assert self.registrar and self._sagemaker_endpoint, "enter the LocalPipeline first"
-        if description["TrainingJobStatus"] not in REGISTERED_JOB_STATES:
-            return None
+        """EventBridge delivers the job's state change to the registrar when one of its rules matches (a Completed job
+        of the project); returns the handler's result, or None for a state no rule matches."""
         tags = self.sagemaker.list_tags(ResourceArn=description["TrainingJobArn"])["Tags"]
-        event = training_job_state_change_event(description, tags, account=self.account)
+        return self._to_registrar(training_job_state_change_event(description, tags, account=self.account))
+
+    def _tuning_state_changed(self, description: dict[str, Any], tags: list[dict[str, str]]) -> None:
+        """The tuning service's listener: its state change goes to the registrar as EventBridge would send it."""
+        try:
+            result = self._to_registrar(tuning_job_state_change_event(description, tags, account=self.account))
+        except Exception as error:  # in the cloud the event would go to the registrar's dead-letter queue
+            result = {"status": "failed", "reason": str(error)}
+        if description["HyperParameterTuningJobStatus"] in TERMINAL_TUNING_STATUSES:
+            with self._tuning_delivered:
+                self._tuning_deliveries[description["HyperParameterTuningJobName"]] = result
+                self._tuning_delivered.notify_all()
+
+    def _to_registrar(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """Invoke the registrar with `event` when a rule of the stacks that targets it matches; its result, or None."""
+        assert self.registrar and self._sagemaker_endpoint, "enter the LocalPipeline first"
+        if not any(matches(pattern, event) for pattern in self._registrar_patterns):
+            return None
         return invoke_trigger(event, account=self.account, function_environment=self.registrar.environment,
                               s3_url=self._moto.url, sns_url=self._moto.url, sagemaker_url=self._sagemaker_endpoint.url,
                               code_dir=self.registrar.code_dir, handler=self.registrar.handler,
                               function_name=REGISTRAR_NAME)
+
+    def tuning_delivery(self, tuning_job_name: str, *, timeout: float = 300) -> dict[str, Any] | None:
+        """The registrar's answer to the tuning job's final state change, once delivered; None when no rule of the
+        stacks sends that event to the registrar."""
+        with self._tuning_delivered:
+            if not self._tuning_delivered.wait_for(lambda: tuning_job_name in self._tuning_deliveries, timeout):
+                raise TimeoutError(f"tuning job {tuning_job_name}: no final state change delivered after "
+                                   f"{timeout:.0f} s")
+            return self._tuning_deliveries[tuning_job_name]
 
     def sweep(self) -> dict[str, Any]:
         """One run of the stalled-job watchdog, as its schedule delivers it; returns the handler's result."""
@@ -221,6 +255,19 @@ class LocalPipeline:
              on_description: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         """Poll DescribeTrainingJob as a client does until the job ends; `on_description` sees every answer."""
         return wait_for_job(self.sagemaker, job_name, timeout=timeout, on_description=on_description)
+
+
+def wait_for_tuning_job(sagemaker: Any, name: str, *, timeout: float = 3600) -> dict[str, Any]:
+    """Poll DescribeHyperParameterTuningJob on `sagemaker` until the tuning job ends; returns the last answer."""
+    deadline = time.monotonic() + timeout
+    while True:
+        description = sagemaker.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName=name)
+        if description["HyperParameterTuningJobStatus"] in TERMINAL_TUNING_STATUSES:
+            return description
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"tuning job {name} still {description['HyperParameterTuningJobStatus']} after "
+                               f"{timeout:.0f} s: stop it, or wait with a larger timeout")
+        time.sleep(POLL_SECONDS)
 
 
 def wait_for_job(sagemaker: Any, job_name: str, *, timeout: float = 600,

@@ -3,7 +3,7 @@
 boto3 POSTs JSON to `/` with `X-Amz-Target: SageMaker.<Operation>`; errors come back as HTTP 400 with
 `{"__type": code, "Message": ...}`. Point real clients at it with `endpoint_url=` or AWS_ENDPOINT_URL_SAGEMAKER.
 
-Training jobs are served here; the Model Registry calls are relayed unchanged to moto's server (`registry_url`),
+Training and tuning jobs are served here; the Model Registry calls are relayed unchanged to moto's server (`registry_url`),
 which implements model package groups and versioned model packages, so one SageMaker endpoint serves a Lambda
 that uses both, as the service does.
 """
@@ -17,12 +17,11 @@ import urllib.request
 import uuid
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 from local_mode.network import LOOPBACK
 from local_mode.request_validation import validate_request
 from local_mode.service_errors import ServiceError
-from local_mode.training_job_service import TrainingJobService
 
 CONTENT_TYPE = "application/x-amz-json-1.1"
 TARGET_PREFIX = "SageMaker."
@@ -40,10 +39,18 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot serialise {type(value).__name__} in a SageMaker response")
 
 
-class LocalSageMaker:
-    """The HTTP front of a TrainingJobService; `url` is set once started."""
+class SageMakerService(Protocol):
+    """What the endpoint serves: a TrainingJobService, or a TuningJobService in front of one."""
 
-    def __init__(self, service: TrainingJobService, registry_url: str | None = None) -> None:
+    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]: ...
+
+    def stop_all(self) -> None: ...
+
+
+class LocalSageMaker:
+    """The HTTP front of a SageMakerService; `url` is set once started."""
+
+    def __init__(self, service: SageMakerService, registry_url: str | None = None) -> None:
         """`registry_url`: moto's server, which answers the Model Registry calls; without it they are refused."""
         self.service = service
         self._server = ThreadingHTTPServer((LOOPBACK, 0), _handler_for(service, registry_url))
@@ -67,7 +74,7 @@ class LocalSageMaker:
         self.stop()
 
 
-def _handler_for(service: TrainingJobService, registry_url: str | None) -> type[BaseHTTPRequestHandler]:
+def _handler_for(service: SageMakerService, registry_url: str | None) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (the http.server API)
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))

@@ -43,20 +43,41 @@ class LocalStackResources:
     def lambda_function(self, marker_variable: str, *, required: bool = True) -> LambdaFunction | None:
         """The one Lambda function whose environment holds `marker_variable`, resolved to local resources; None when
         there is none and it is not `required` (a function a configuration key turns off)."""
-        for stack, template in self._templates.items():
-            for logical_id, resource in template["Resources"].items():
-                properties = resource.get("Properties", {})
-                variables = properties.get("Environment", {}).get("Variables", {})
-                if resource["Type"] == "AWS::Lambda::Function" and marker_variable in variables:
-                    return LambdaFunction(
-                        code_dir=self._asset_folder(self.resolve(stack, properties["Code"]["S3Key"])),
-                        handler=properties["Handler"],
-                        environment={name: self.resolve(stack, value) for name, value in variables.items()},
-                        schedule=self._schedule_of(template, logical_id))
+        found = self._function_with(marker_variable)
+        if found is not None:
+            stack, logical_id = found
+            template = self._templates[stack]
+            properties = template["Resources"][logical_id]["Properties"]
+            return LambdaFunction(
+                code_dir=self._asset_folder(self.resolve(stack, properties["Code"]["S3Key"])),
+                handler=properties["Handler"],
+                environment={name: self.resolve(stack, value)
+                             for name, value in properties["Environment"]["Variables"].items()},
+                schedule=self._schedule_of(template, logical_id))
         if not required:
             return None
         raise LookupError(f"no Lambda function in {self._assembly} has {marker_variable} in its environment: "
                           "is the trigger function still in the stacks?")
+
+    def event_patterns_targeting(self, marker_variable: str) -> list[dict[str, Any]]:
+        """The event patterns of the EventBridge rules that invoke the function whose environment holds
+        `marker_variable` (local_mode.event_rules matches events against them)."""
+        found = self._function_with(marker_variable)
+        if found is None:
+            return []
+        stack, logical_id = found
+        return [resource["Properties"]["EventPattern"] for resource in self._templates[stack]["Resources"].values()
+                if resource["Type"] == "AWS::Events::Rule" and "EventPattern" in resource.get("Properties", {})
+                and any(target["Arn"] == {"Fn::GetAtt": [logical_id, "Arn"]}
+                        for target in resource["Properties"].get("Targets", []))]
+
+    def _function_with(self, marker_variable: str) -> tuple[str, str] | None:
+        for stack, template in self._templates.items():
+            for logical_id, resource in template["Resources"].items():
+                variables = resource.get("Properties", {}).get("Environment", {}).get("Variables", {})
+                if resource["Type"] == "AWS::Lambda::Function" and marker_variable in variables:
+                    return stack, logical_id
+        return None
 
     @staticmethod
     def _schedule_of(template: dict[str, Any], function_id: str) -> str | None:

@@ -36,10 +36,12 @@ def now() -> datetime:
 class TrainingJob:
     """Thread-safe: the runner thread updates it while API calls read it."""
 
-    def __init__(self, request: dict[str, Any], arn: str) -> None:
+    def __init__(self, request: dict[str, Any], arn: str, tuning_job_arn: str | None = None) -> None:
+        """`tuning_job_arn`: the tuning job that launched this one, if any (DescribeTrainingJob's TuningJobArn)."""
         self.request = copy.deepcopy(request)
         self.name: str = request["TrainingJobName"]
         self.arn = arn
+        self.tuning_job_arn = tuning_job_arn
         self.creation_time = now()
         self.last_modified_time = self.creation_time
         self.status = "InProgress"
@@ -137,6 +139,8 @@ class TrainingJob:
                     response[optional] = request[optional]
             if self.failure_reason:
                 response["FailureReason"] = self.failure_reason
+            if self.tuning_job_arn:
+                response["TuningJobArn"] = self.tuning_job_arn
             if self.training_start_time:
                 response["TrainingStartTime"] = self.training_start_time
             if self.training_end_time:

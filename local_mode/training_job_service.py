@@ -27,6 +27,18 @@ def _ignore_log_line(host: str, line: str) -> None:
     """The default log sink: each host's log file already holds every line."""
 
 
+Handler = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def dispatch(handlers: dict[str, Handler], operation: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Answer one API call by its X-Amz-Target operation name, after the service model's checks."""
+    if operation not in handlers:
+        raise ServiceError("UnknownOperationException",
+                           f"local SageMaker serves {sorted(handlers)}; {operation!r} is not one of them")
+    validate_request(operation, params)
+    return handlers[operation](params)
+
+
 class TrainingJobService:
     def __init__(self, *, s3_endpoint_url: str, account_id: str, settings: RunnerSettings,
                  on_log_line: LogSink = _ignore_log_line, logs_endpoint_url: str | None = None) -> None:
@@ -40,26 +52,25 @@ class TrainingJobService:
         self._jobs: dict[str, TrainingJob] = {}
         self._lock = threading.Lock()
 
-    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Dispatch one API call by its X-Amz-Target operation name."""
-        handlers = {"CreateTrainingJob": self.create_training_job, "DescribeTrainingJob": self.describe_training_job,
-                    "ListTrainingJobs": self.list_training_jobs, "StopTrainingJob": self.stop_training_job,
-                    "ListTags": self.list_tags}
-        if operation not in handlers:
-            raise ServiceError("UnknownOperationException",
-                               f"local SageMaker serves {sorted(handlers)}; {operation!r} is not one of them")
-        validate_request(operation, params)
-        return handlers[operation](params)
+    def handlers(self) -> dict[str, Handler]:
+        """Each operation this service answers, by its X-Amz-Target name."""
+        return {"CreateTrainingJob": self.create_training_job, "DescribeTrainingJob": self.describe_training_job,
+                "ListTrainingJobs": self.list_training_jobs, "StopTrainingJob": self.stop_training_job,
+                "ListTags": self.list_tags}
 
-    def create_training_job(self, params: dict[str, Any]) -> dict[str, Any]:
-        _check_training_request(params)
+    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        return dispatch(self.handlers(), operation, params)
+
+    def create_training_job(self, params: dict[str, Any], *, tuning_job_arn: str | None = None) -> dict[str, Any]:
+        """`tuning_job_arn`: the tuning job launching this job as one of its trials."""
+        check_training_request(params)
         name = params["TrainingJobName"]
         arn = f"arn:aws:sagemaker:{LOCAL_REGION}:{self._account_id}:training-job/{name.lower()}"
         with self._lock:
             if name in self._jobs:
                 raise ServiceError("ResourceInUse", f"Training job names must be unique within an AWS account and "
                                                     f"region, and a training job with this name already exists ({arn})")
-            job = self._jobs[name] = TrainingJob(params, arn)
+            job = self._jobs[name] = TrainingJob(params, arn, tuning_job_arn)
         # One client of each per job: boto3 clients are thread-safe, sessions are not.
         s3 = local_client("s3", self._s3_endpoint_url)
         logs = local_client("logs", self._logs_endpoint_url) if self._logs_endpoint_url else None
@@ -69,7 +80,7 @@ class TrainingJobService:
         return {"TrainingJobArn": arn}
 
     def describe_training_job(self, params: dict[str, Any]) -> dict[str, Any]:
-        return self._job(params["TrainingJobName"]).describe()
+        return self.job(params["TrainingJobName"]).describe()
 
     def list_training_jobs(self, params: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -93,7 +104,7 @@ class TrainingJobService:
         return {"Tags": list(job.request.get("Tags", []))}
 
     def stop_training_job(self, params: dict[str, Any]) -> dict[str, Any]:
-        job = self._job(params["TrainingJobName"])
+        job = self.job(params["TrainingJobName"])
         if job.status != "InProgress":
             raise validation_error(f"The request was rejected because the training job is in status {job.status}.")
         job.request_stop()
@@ -108,7 +119,7 @@ class TrainingJobService:
         for job in running:
             job.finished.wait(self._settings.stop_grace_seconds + 30)
 
-    def _job(self, name: str) -> TrainingJob:
+    def job(self, name: str) -> TrainingJob:
         with self._lock:
             if name not in self._jobs:
                 # The service's answer for an unknown training job name.
@@ -116,7 +127,7 @@ class TrainingJobService:
             return self._jobs[name]
 
 
-def _check_training_request(params: dict[str, Any]) -> None:
+def check_training_request(params: dict[str, Any]) -> None:
     """Rules the service enforces beyond the model's shapes (the model allows 0 instances for instance groups)."""
     resources = params["ResourceConfig"]
     if "InstanceGroups" in resources:

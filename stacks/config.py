@@ -160,6 +160,25 @@ class PipelineConfig(BaseModel):
     job_retry_attempts: int = Field(ge=0, le=30,
                                     description="SageMaker `RetryStrategy` attempts after an internal failure "
                                                 "(0: none)")
+    tuning_strategy: Literal["Bayesian", "Random", "Hyperband", "Grid"] = Field(
+        default="Bayesian",
+        description="default search strategy of a `tuning` section (docs/tuning.md): SageMaker's `Bayesian`, "
+                    "`Random`, `Hyperband` or `Grid`")
+    tuning_max_jobs: int = Field(
+        default=10, ge=1, le=500,
+        description="default number of training jobs (trials) one tuning job may start")
+    tuning_max_parallel_jobs: int = Field(
+        default=2, ge=1, le=100,
+        description="default number of trials one tuning job runs at once; at most `tuning_max_jobs`")
+    tuning_early_stopping: Literal["Off", "Auto"] = Field(
+        default="Off",
+        description="default early stopping of a tuning job's trials: `Auto` lets SageMaker stop trials unlikely to "
+                    "beat the best so far")
+    max_tuning_instance_hours: int = Field(
+        default=960, ge=1, le=1_000_000,
+        description="cost ceiling of a tuning job: its max_jobs x instance_count x max_runtime, in instance-hours "
+                    "(every trial on all its instances for its whole max_runtime); a tuning job above it is "
+                    "refused before it starts")
     extra_data_buckets: tuple[str, ...] = Field(
         default=(),
         description="names of existing S3 buckets, besides the project's data bucket, that channels of a manual "
@@ -342,6 +361,8 @@ class PipelineConfig(BaseModel):
         _require(self.max_runtime_seconds <= self.max_runtime_ceiling_seconds, "max_runtime_seconds",
                  self.max_runtime_seconds, f"at most max_runtime_ceiling_seconds ({self.max_runtime_ceiling_seconds}), "
                  f"the pipeline's cost ceiling; or raise it")
+        _require(self.tuning_max_parallel_jobs <= self.tuning_max_jobs, "tuning_max_parallel_jobs",
+                 self.tuning_max_parallel_jobs, f"at most tuning_max_jobs ({self.tuning_max_jobs})")
         _require(bool(self.subnet_ids) == bool(self.security_group_ids), "subnet_ids/security_group_ids",
                  f"{list(self.subnet_ids)}/{list(self.security_group_ids)}", "both set (VPC) or both empty (no VPC)")
         _require(self.stall_check_minutes <= self.stall_minutes, "stall_check_minutes", self.stall_check_minutes,

@@ -1,4 +1,5 @@
-"""The registrar Lambda: each completed project job's model goes into its dataset's Model Registry package group."""
+"""The registrar Lambda: each completed project job's model (a tuning job's best trial's) goes into its dataset's Model
+Registry package group."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from stacks.buckets import MODEL_PREFIX
 from stacks.compliance import acknowledge_wildcards, skip_checkov
 from stacks.config import RegistrationThreshold
 from stacks.inference_image import InferenceImage
-from stacks.notifications import training_job_state_pattern
+from stacks.notifications import training_job_state_pattern, tuning_job_state_pattern
 from stacks.project_function import add_project_function
 
 POWERTOOLS_SERVICE_NAME = "model-registration"
@@ -45,7 +46,8 @@ def registrar_environment(*, project_prefix: str, quality_metrics: tuple[str, ..
 
 
 class ModelRegistration(Construct):
-    """A rule on the project's `Completed` job state changes invoking the registrar, its role, logs and queue."""
+    """Rules on the project's `Completed` training and tuning job state changes invoking the registrar, its role, logs
+    and queue."""
 
     def __init__(self, scope: Construct, construct_id: str, *, asset_dir: Path, project_prefix: str,
                  quality_metrics: tuple[str, ...], threshold: RegistrationThreshold | None,
@@ -56,7 +58,8 @@ class ModelRegistration(Construct):
         super().__init__(scope, construct_id)
         parts = add_project_function(
             self, name="registrar", calls="SageMaker, S3, SNS", role_description="The model registration Lambda",
-            description="Registers a completed training job's model in the SageMaker Model Registry",
+            description="Registers a completed training job's model, or a completed tuning job's best, in the "
+                        "SageMaker Model Registry",
             asset_dir=asset_dir, environment=registrar_environment(
                 project_prefix=project_prefix, quality_metrics=quality_metrics, threshold=threshold,
                 inference_image=inference_image, inference_instance_type=inference_instance_type,
@@ -75,12 +78,20 @@ class ModelRegistration(Construct):
             event_pattern=training_job_state_pattern(project_prefix, REGISTERED_JOB_STATES),
             targets=[parts.rule_target()],
         )
+        # A tuning job's winner is registered when the tuning job completes (its trials are left to it).
+        self.tuning_completed_rule = events.Rule(
+            self, "TuningJobCompletedRule",
+            description=f"{project_prefix} hyperparameter tuning jobs that completed: register their best models",
+            event_pattern=tuning_job_state_pattern(project_prefix, REGISTERED_JOB_STATES),
+            targets=[parts.rule_target()],
+        )
         self._grant(project_prefix=project_prefix, artifacts_bucket=artifacts_bucket, topic=topic)
 
     def _grant(self, *, project_prefix: str, artifacts_bucket: s3.IBucket, topic: sns.ITopic) -> None:
         stack = Stack.of(self)
         arn = f"arn:{stack.partition}:sagemaker:{stack.region}:{stack.account}"
         training_jobs = f"{arn}:training-job/{project_prefix}-*"
+        tuning_jobs = f"{arn}:hyper-parameter-tuning-job/{project_prefix}-*"
         groups = f"{arn}:model-package-group/{project_prefix}-*"
         packages = f"{arn}:model-package/{project_prefix}-*"  # a group's versions: model-package/<group>/<n>
         self.log_group.grant_write(self.role)
@@ -92,6 +103,11 @@ class ModelRegistration(Construct):
             resources=[training_jobs],
         ))
         self.role.add_to_policy(iam.PolicyStatement(
+            sid="ReadProjectTuningJobs",
+            actions=["sagemaker:DescribeHyperParameterTuningJob"],
+            resources=[tuning_jobs],
+        ))
+        self.role.add_to_policy(iam.PolicyStatement(
             sid="RegisterInProjectPackageGroups",
             # CreateModelPackage is authorized on the new version and on the group it joins.
             actions=["sagemaker:DescribeModelPackageGroup", "sagemaker:CreateModelPackageGroup",
@@ -100,10 +116,12 @@ class ModelRegistration(Construct):
         ))
         acknowledge_wildcards(
             self.role,
-            reason="The registrar reads training jobs named with the project prefix, registers models only in "
+            reason="The registrar reads training and tuning jobs named with the project prefix (a tuning job's trials "
+                   "carry its name), registers models only in "
                    "package groups named with it (one per dataset, created on first use), writes only the quality "
                    "report beside each job's model artifact (put grant: s3:Abort*), and uses the project key for "
                    "that report, the topic and its queue (kms:GenerateDataKey*, kms:ReEncrypt*).",
             actions=["s3:Abort*", "kms:GenerateDataKey*", "kms:ReEncrypt*"],
-            resources=[training_jobs, groups, packages, artifacts_bucket.arn_for_objects(QUALITY_REPORT_OBJECTS)],
+            resources=[training_jobs, tuning_jobs, groups, packages,
+                       artifacts_bucket.arn_for_objects(QUALITY_REPORT_OBJECTS)],
         )

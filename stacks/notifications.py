@@ -25,6 +25,16 @@ def training_job_state_pattern(project_prefix: str, states: tuple[str, ...]) -> 
     )
 
 
+def tuning_job_state_pattern(project_prefix: str, states: tuple[str, ...]) -> events.EventPattern:
+    """SageMaker's `HyperParameter Tuning Job State Change` events for this project's tuning jobs in `states`."""
+    return events.EventPattern(
+        source=["aws.sagemaker"],
+        detail_type=["SageMaker HyperParameter Tuning Job State Change"],
+        detail={"HyperParameterTuningJobName": events.Match.prefix(f"{project_prefix}-"),
+                "HyperParameterTuningJobStatus": list(states)},
+    )
+
+
 def allow_publishing(topic: sns.ITopic, *, service: str, source_arns: Sequence[str]) -> None:
     """Let one AWS service publish to `topic` for these sources of this account, and for nothing else.
 
@@ -70,7 +80,14 @@ class JobNotifications(Construct):
             event_pattern=training_job_state_pattern(project_prefix, TERMINAL_JOB_STATES),
             targets=[_TopicTarget(self.topic)],
         )
-        allow_publishing(self.topic, service="events.amazonaws.com", source_arns=[self.job_state_rule.rule_arn])
+        self.tuning_job_state_rule = events.Rule(
+            self, "TuningJobStateRule",
+            description=f"{project_prefix} hyperparameter tuning jobs that finished, failed or stopped",
+            event_pattern=tuning_job_state_pattern(project_prefix, TERMINAL_JOB_STATES),
+            targets=[_TopicTarget(self.topic)],
+        )
+        allow_publishing(self.topic, service="events.amazonaws.com",
+                         source_arns=[self.job_state_rule.rule_arn, self.tuning_job_state_rule.rule_arn])
         # A rule of its own, so that CloudWatch counts failures (AWS/Events MatchedEvents) for the alarm.
         self.job_failed_rule = events.Rule(
             self, "TrainingJobFailedRule",

@@ -16,6 +16,8 @@ from stacks.compliance import acknowledge_wildcards, skip_checkov
 from stacks.project_function import add_project_function
 
 TRAINING_JOB_ACTIONS = ["sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:AddTags"]
+# Creating a tagged tuning job needs AddTags on it too; SageMaker itself starts its trials (as the passed role).
+TUNING_JOB_ACTIONS = ["sagemaker:CreateHyperParameterTuningJob", "sagemaker:AddTags"]
 
 
 def marker_created_pattern(*, bucket_name: str, dataset_prefix: str, marker_names: tuple[str, ...]
@@ -31,7 +33,8 @@ def marker_created_pattern(*, bucket_name: str, dataset_prefix: str, marker_name
 
 
 class TrainingTrigger(Construct):
-    """Turns marker uploads (and the optional schedule) into CreateTrainingJob calls."""
+    """Turns marker uploads (and the optional schedule) into CreateTrainingJob (or CreateHyperParameterTuningJob)
+    calls."""
 
     def __init__(self, scope: Construct, construct_id: str, *, asset_dir: Path, environment: dict[str, str],
                  data_bucket: s3.IBucket, dataset_prefix: str, marker_names: tuple[str, ...],
@@ -42,7 +45,7 @@ class TrainingTrigger(Construct):
         super().__init__(scope, construct_id)
         parts = add_project_function(
             self, name="trigger", calls="S3, SageMaker, SNS", role_description="The training trigger Lambda",
-            description="Starts a SageMaker training job when a dataset version is complete", asset_dir=asset_dir,
+            description="Starts a SageMaker training (or tuning) job when a dataset version is complete", asset_dir=asset_dir,
             environment=environment, environment_key=environment_key, key=key, timeout_seconds=timeout_seconds,
             reserved_concurrency=reserved_concurrency, retry_attempts=retry_attempts,
             max_event_age_seconds=max_event_age_seconds, log_retention_days=log_retention_days,
@@ -77,8 +80,9 @@ class TrainingTrigger(Construct):
     def _grant(self, *, data_bucket: s3.IBucket, dataset_prefix: str, project_prefix: str,
                execution_role: iam.IRole, topic: sns.ITopic) -> None:
         stack = Stack.of(self)
-        training_jobs = (f"arn:{stack.partition}:sagemaker:{stack.region}:{stack.account}:"
-                         f"training-job/{project_prefix}-*")
+        arn = f"arn:{stack.partition}:sagemaker:{stack.region}:{stack.account}"
+        training_jobs = f"{arn}:training-job/{project_prefix}-*"
+        tuning_jobs = f"{arn}:hyper-parameter-tuning-job/{project_prefix}-*"
         self.log_group.grant_write(self.role)
         data_bucket.grant_read(self.role, f"{dataset_prefix}*")
         topic.grant_publish(self.role)
@@ -86,6 +90,11 @@ class TrainingTrigger(Construct):
             sid="StartProjectTrainingJobs",
             actions=TRAINING_JOB_ACTIONS,
             resources=[training_jobs],
+        ))
+        self.role.add_to_policy(iam.PolicyStatement(
+            sid="StartProjectTuningJobs",
+            actions=TUNING_JOB_ACTIONS,
+            resources=[tuning_jobs],
         ))
         self.role.add_to_policy(iam.PolicyStatement(
             sid="PassExecutionRoleToSageMaker",
@@ -96,10 +105,10 @@ class TrainingTrigger(Construct):
         acknowledge_wildcards(
             self.role,
             reason="The trigger reads objects under the dataset prefix only (read grant: s3:GetObject*, "
-                   "s3:GetBucket*, s3:List*), starts training jobs whose names begin with the project prefix "
-                   "(names are unique per dataset version), and uses the project key for the encrypted queue "
+                   "s3:GetBucket*, s3:List*), starts training and tuning jobs whose names begin with the project "
+                   "prefix (names are unique per dataset version), and uses the project key for the encrypted queue "
                    "and topic (kms:GenerateDataKey*, kms:ReEncrypt*).",
             actions=["s3:GetObject*", "s3:GetBucket*", "s3:List*", "kms:GenerateDataKey*", "kms:ReEncrypt*"],
-            resources=[data_bucket.arn_for_objects(f"{dataset_prefix}*"), training_jobs],
+            resources=[data_bucket.arn_for_objects(f"{dataset_prefix}*"), training_jobs, tuning_jobs],
         )
 

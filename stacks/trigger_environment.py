@@ -18,6 +18,10 @@ from stacks.training_code_modules import TRAINING_CODE_DIR, training_code_module
 
 POWERTOOLS_SERVICE_NAME = "training-trigger"
 STATIC_SETTINGS_FILE = "stack_settings.json"
+# The objective a tuning job of the project's own entry points optimises unless its section names another: the
+# metric both loops select their exported weights by (ranker.training.selection.SELECTION_METRIC, which imports
+# torch, so synthesis cannot load it; a test holds the two equal).
+RANKER_TUNING_OBJECTIVE = {"MetricName": "val_ndcg@10", "Type": "Maximize"}
 
 
 def metric_definitions(config: PipelineConfig) -> list[dict[str, str]]:
@@ -87,4 +91,10 @@ def trigger_static_settings(config: PipelineConfig, *, bundle_files: Iterable[st
         "bundle_files": sorted(bundle_files),
         "checked_entry_points": list(PROJECT_ENTRY_POINTS) if runs_project_code else [],
         "training_flags": training_code_module("ranker/config.py").flag_definitions() if runs_project_code else {},
+        "default_tuning_objective": dict(RANKER_TUNING_OBJECTIVE) if runs_project_code else {},
+        "tuning_strategy": config.tuning_strategy,
+        "tuning_max_jobs": config.tuning_max_jobs,
+        "tuning_max_parallel_jobs": config.tuning_max_parallel_jobs,
+        "tuning_early_stopping": config.tuning_early_stopping,
+        "max_tuning_instance_hours": config.max_tuning_instance_hours,
     }

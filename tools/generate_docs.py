@@ -6,6 +6,8 @@ hand. `--check` writes nothing and exits 1 naming the stale pages (tests/unit/te
 - docs/configuration.md: `stacks.config.PipelineConfig`'s fields (their `description=`), defaults from cdk.json.
 - docs/trigger.md: the manual payload's fields (`training_trigger.events.MANUAL_FIELDS`) and the manifest's
   (`training_trigger.overrides.OVERRIDE_FIELDS`), described by the docstrings under the dataclass fields.
+- docs/tuning.md: the `tuning` section's fields (`training_trigger.tuning.SECTION_FIELDS`), described by the
+  docstrings under `TuningSection`'s fields.
 - docs/training.md: the training scripts' flags, from the parser behind `python train_ddp.py --help`.
 """
 
@@ -126,7 +128,8 @@ def attribute_docs(cls: type) -> dict[str, str]:
 
 
 def json_type(annotation: str) -> str:
-    for marker, name in (("Mapping", "object"), ("bool", "boolean"), ("int", "integer"), ("str", "string")):
+    for marker, name in (("Mapping", "object"), ("TuningSection", "object"), ("ParameterRange", "object"),
+                         ("bool", "boolean"), ("int", "integer"), ("str", "string")):
         if marker in annotation:
             return name
     raise GenerationError(f"no JSON type for the annotation {annotation!r}: extend tools/generate_docs.json_type")
@@ -158,6 +161,23 @@ def render_manifest_fields() -> str:
     from training_trigger.overrides import OVERRIDE_FIELDS, JobOverrides
 
     return payload_table(OVERRIDE_FIELDS, (JobOverrides,))
+
+
+def render_tuning_fields() -> str:
+    """The section's keys; `warm_start` is one object holding two fields (`parents`, `type`)."""
+    from training_trigger.tuning import SECTION_FIELDS, TuningSection
+
+    docs = attribute_docs(TuningSection)
+    annotations = {field.name: str(field.type) for field in dataclasses.fields(TuningSection)}
+    fields_of_key = {"warm_start": "warm_start_parents"}
+    rows = []
+    for key in SECTION_FIELDS:
+        name = fields_of_key.get(key, key)
+        if name not in docs:
+            raise GenerationError(f"tuning field {key!r} has no docstring under TuningSection.{name}: add one")
+        kind = "object" if key in fields_of_key else json_type(annotations[name])
+        rows.append([f"`{key}`", kind, docs[name]])
+    return markdown_table(["Field", "Type", "Meaning"], rows)
 
 
 # --- docs/training.md ------------------------------------------------------------------------------------------
@@ -196,6 +216,7 @@ SECTIONS = (
     Section("docs/configuration.md", "configuration-reference", render_configuration),
     Section("docs/trigger.md", "manual-payload-fields", render_manual_payload),
     Section("docs/trigger.md", "manifest-fields", render_manifest_fields),
+    Section("docs/tuning.md", "tuning-fields", render_tuning_fields),
     Section("docs/training.md", "training-flags", render_training_flags),
 )
 

@@ -1,4 +1,5 @@
-"""Registrar Lambda: a project training job reached Completed; its model goes into the Model Registry."""
+"""Registrar Lambda: a project training job (or tuning job) reached Completed; its model (its best trial's) goes into
+the Model Registry."""
 
 from model_registration.observability import logger, metrics
 from model_registration.service import handle_event

@@ -1,4 +1,5 @@
-"""Trigger Lambda: a dataset marker, a schedule or a manual payload in; a SageMaker training job out."""
+"""Trigger Lambda: a dataset marker, a schedule or a manual payload in; a SageMaker training job (or tuning
+job) out."""
 
 from training_trigger.observability import logger, metrics
 from training_trigger.service import handle_event

@@ -221,6 +221,14 @@ def test_trigger_passes_the_execution_role_only_to_sagemaker(tmp_path: Path) -> 
     assert "Fn::GetAtt" in pass_role[0]["Resource"]
 
 
+def test_trigger_may_start_and_tag_only_this_projects_tuning_jobs(tmp_path: Path) -> None:
+    by_sid = {statement.get("Sid"): statement
+              for statement in _policy_statements(_trigger(tmp_path, retrain_schedule=None))}
+    tuning = by_sid["StartProjectTuningJobs"]
+    assert tuning["Action"] == ["sagemaker:AddTags", "sagemaker:CreateHyperParameterTuningJob"]
+    assert json.dumps(tuning["Resource"]).endswith(':hyper-parameter-tuning-job/ranker-*"]]}')
+
+
 @pytest.mark.parametrize("email", [None, "ml-team@example.com"])
 def test_notifications_topic_is_encrypted_and_hears_this_projects_jobs(email: str | None) -> None:
     stack = bare_stack()
@@ -232,13 +240,19 @@ def test_notifications_topic_is_encrypted_and_hears_this_projects_jobs(email: st
         "source": ["aws.sagemaker"], "detail-type": ["SageMaker Training Job State Change"],
         "detail": {"TrainingJobName": [{"prefix": "ranker-"}], "TrainingJobStatus": ["Completed", "Failed", "Stopped"]},
     }})
+    template.has_resource_properties("AWS::Events::Rule", {"EventPattern": {
+        "source": ["aws.sagemaker"], "detail-type": ["SageMaker HyperParameter Tuning Job State Change"],
+        "detail": {"HyperParameterTuningJobName": [{"prefix": "ranker-"}],
+                   "HyperParameterTuningJobStatus": ["Completed", "Failed", "Stopped"]},
+    }})
     template.resource_count_is("AWS::SNS::Subscription", 1 if email else 0)
-    # Only this stack's state rule may publish as EventBridge, for this account
+    # Only this stack's state rules may publish as EventBridge, for this account
     template.has_resource_properties("AWS::SNS::TopicPolicy", {"PolicyDocument": {"Statement": Match.array_with([
         Match.object_like({"Effect": "Allow", "Principal": {"Service": "events.amazonaws.com"},
                            "Condition": {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
-                                         "ArnEquals": {"aws:SourceArn": [{"Fn::GetAtt": [Match.string_like_regexp(
-                                             "TrainingJobStateRule"), "Arn"]}]}}})])}})
+                                         "ArnEquals": {"aws:SourceArn": [
+                                             {"Fn::GetAtt": [Match.string_like_regexp(rule), "Arn"]}
+                                             for rule in ("TrainingJobStateRule", "TuningJobStateRule")]}}})])}})
 
 
 def _registration(tmp_path: Path, threshold: RegistrationThreshold | None = None) -> Template:
@@ -277,6 +291,19 @@ def test_registration_runs_on_this_projects_completed_jobs_only(tmp_path: Path) 
         "DestinationConfig": {"OnFailure": {"Destination": Match.any_value()}}})
     template.has_resource_properties("AWS::SQS::Queue", {"KmsMasterKeyId": Match.any_value()})
     template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 14, "KmsKeyId": Match.any_value()})
+
+
+def test_registration_hears_this_projects_completed_tuning_jobs_and_may_only_describe_them(tmp_path: Path) -> None:
+    template = _registration(tmp_path)
+    template.has_resource_properties("AWS::Events::Rule", {"EventPattern": {
+        "source": ["aws.sagemaker"], "detail-type": ["SageMaker HyperParameter Tuning Job State Change"],
+        "detail": {"HyperParameterTuningJobName": [{"prefix": "ranker-"}],
+                   "HyperParameterTuningJobStatus": ["Completed"]},
+    }, "Targets": [Match.object_like({"DeadLetterConfig": {"Arn": Match.any_value()}})]})
+    by_sid = {statement.get("Sid"): statement for statement in _policy_statements(template)}
+    assert by_sid["ReadProjectTuningJobs"]["Action"] == "sagemaker:DescribeHyperParameterTuningJob"
+    assert json.dumps(by_sid["ReadProjectTuningJobs"]["Resource"]).endswith(
+        ':hyper-parameter-tuning-job/ranker-*"]]}')
 
 
 def test_registration_threshold_reaches_the_function(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 
+from ranker.training.selection import SELECTION_METRIC
 from stacks.compliance import flatten_reference
 from stacks.config import ConfigError
 from stacks.execution_role import SageMakerExecutionRole
@@ -30,6 +31,9 @@ READ_ACTIONS = {"s3:GetObject*", "s3:GetBucket*", "s3:List*"}
     ({"extra_data_buckets": ["s3://shared"]}, ["extra_data_buckets", "s3://shared", "bare name"]),
     ({"extra_data_buckets": "ok-bucket,Bad_Bucket"}, ["extra_data_buckets", "Bad_Bucket"]),
     ({"extra_data_buckets": ["a..b"]}, ["extra_data_buckets", "a..b"]),
+    ({"tuning_max_parallel_jobs": 12}, ["tuning_max_parallel_jobs=12", "at most tuning_max_jobs (10)"]),
+    ({"tuning_strategy": "Genetic"}, ["tuning_strategy", "Genetic"]),
+    ({"max_tuning_instance_hours": 0}, ["max_tuning_instance_hours", "0"]),
 ])
 def test_ceilings_and_extra_buckets_are_validated_at_synthesis(overrides: dict, named: list[str]) -> None:
     # Given a config with one bad guard value / When it is validated / Then the error names key, value and rule
@@ -85,6 +89,12 @@ def test_extra_buckets_reach_the_trigger(extra_buckets_app: SynthesizedApp) -> N
     static = synthesized_static_settings(extra_buckets_app)
     assert static["extra_data_buckets"] == list(EXTRA_BUCKETS)
     assert (static["max_instance_count"], static["max_runtime_ceiling_seconds"]) == (4, 259200)
+    # And the tuning defaults and ceiling, with the objective the project's scripts select their weights by
+    assert {key: static[key] for key in ("tuning_strategy", "tuning_max_jobs", "tuning_max_parallel_jobs",
+                                         "tuning_early_stopping", "max_tuning_instance_hours")} == {
+        "tuning_strategy": "Bayesian", "tuning_max_jobs": 10, "tuning_max_parallel_jobs": 2,
+        "tuning_early_stopping": "Off", "max_tuning_instance_hours": 960}
+    assert static["default_tuning_objective"] == {"MetricName": SELECTION_METRIC, "Type": "Maximize"}
 
 
 def test_extra_buckets_leave_cdk_nag_clean(extra_buckets_app: SynthesizedApp) -> None:

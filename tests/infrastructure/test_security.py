@@ -68,13 +68,14 @@ def test_every_resource_is_scoped_except_where_aws_allows_none(any_app: Synthesi
 
 
 def test_training_jobs_and_model_packages_are_limited_to_the_project_prefix(any_app: SynthesizedApp) -> None:
+    """Training and tuning jobs, package groups and packages named with the project prefix, nothing else."""
     sagemaker = [statement for statement in _statements(any_app.stateless)
                  if any(str(action).startswith("sagemaker:") for action in _as_list(statement["Action"]))
                  and not set(_as_list(statement["Action"])) <= set(UNSCOPABLE_ACTIONS)]
     assert sagemaker, "the stack's roles have no SageMaker statement"
     prefix = any_app.config.project_prefix
-    project_resources = tuple(f':{kind}/{prefix}-*"]]}}' for kind in ("training-job", "model-package-group",
-                                                                        "model-package"))
+    project_resources = tuple(f':{kind}/{prefix}-*"]]}}' for kind in ("training-job", "hyper-parameter-tuning-job",
+                                                                        "model-package-group", "model-package"))
     for statement in sagemaker:
         for resource in _as_list(statement["Resource"]):
             text = json.dumps(resource)

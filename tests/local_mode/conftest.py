@@ -21,6 +21,7 @@ from local_mode.moto_endpoint import MotoEndpoint
 from local_mode.pipeline import LocalPipeline, wait_for_job
 from local_mode.sagemaker_endpoint import LocalSageMaker
 from local_mode.training_job_service import TrainingJobService
+from local_mode.tuning_job_service import TuningJobService
 
 SCRIPTS = Path(__file__).parent / "scripts"
 DATA_BUCKET = "local-mode-test-data"
@@ -59,6 +60,24 @@ def local_sagemaker(moto: MotoEndpoint, tmp_path: Path) -> Iterator[LocalSageMak
 
 
 @pytest.fixture
+def tuning_events() -> list[dict[str, Any]]:
+    """Every DescribeHyperParameterTuningJob answer the tuning service announced as a state change."""
+    return []
+
+
+@pytest.fixture
+def tuning_sagemaker(moto: MotoEndpoint, tmp_path: Path, tuning_events: list[dict[str, Any]]) -> Iterator[Any]:
+    """A boto3 SageMaker client of a local endpoint that serves tuning jobs in front of training jobs."""
+    account = local_account_id(moto.url)
+    training = TrainingJobService(s3_endpoint_url=moto.url, account_id=account,
+                                  settings=RunnerSettings(work_dir=tmp_path / "jobs", stop_grace_seconds=5))
+    service = TuningJobService(training, account_id=account,
+                               on_state_change=lambda description, tags: tuning_events.append(description))
+    with LocalSageMaker(service) as endpoint:
+        yield local_client("sagemaker", endpoint.url)
+
+
+@pytest.fixture
 def sagemaker(local_sagemaker: LocalSageMaker) -> Any:
     """A real boto3 SageMaker client speaking HTTP to the local endpoint."""
     return local_client("sagemaker", local_sagemaker.url)
@@ -92,6 +111,40 @@ def training_request(moto: MotoEndpoint) -> Callable[..., dict[str, Any]]:
         if checkpoint_uri:
             request["CheckpointConfig"] = {"S3Uri": checkpoint_uri}
         return request
+
+    return build
+
+
+@pytest.fixture
+def tuning_request(training_request: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """A CreateHyperParameterTuningJob request over scripts/score_flags.py: by default Random search of
+    `learning-rate` (log-scaled) and `epochs` (integer), 4 trials, 2 at a time, maximising val_ndcg@10."""
+    default_ranges = {
+        "ContinuousParameterRanges": [{"Name": "learning-rate", "MinValue": "0.0001", "MaxValue": "1",
+                                       "ScalingType": "Logarithmic"}],
+        "IntegerParameterRanges": [{"Name": "epochs", "MinValue": "1", "MaxValue": "3", "ScalingType": "Linear"}]}
+
+    def build(name: str, *, strategy: str = "Random", max_jobs: int | None = 4, parallel: int = 2,
+              ranges: dict[str, Any] | None = None, static: dict[str, str] | None = None, seed: int | None = 7,
+              objective: tuple[str, str] = ("Maximize", "val_ndcg@10")) -> dict[str, Any]:
+        ranges = default_ranges if ranges is None else ranges
+        tuned = {entry["Name"] for entries in ranges.values() for entry in entries}
+        training = training_request("definition", "score_flags.py", hyperparameters=static)
+        limits: dict[str, int] = {"MaxParallelTrainingJobs": parallel}
+        if max_jobs is not None:
+            limits["MaxNumberOfTrainingJobs"] = max_jobs
+        config: dict[str, Any] = {"Strategy": strategy, "ResourceLimits": limits, "ParameterRanges": ranges,
+                                  "HyperParameterTuningJobObjective": {"Type": objective[0],
+                                                                       "MetricName": objective[1]},
+                                  "TrainingJobEarlyStoppingType": "Off"}
+        if seed is not None:
+            config["RandomSeed"] = seed
+        definition = {field: training[field] for field in ("AlgorithmSpecification", "RoleArn", "InputDataConfig",
+                                                            "OutputDataConfig", "ResourceConfig", "StoppingCondition")}
+        definition["StaticHyperParameters"] = {key: value for key, value in training["HyperParameters"].items()
+                                               if key not in tuned}
+        return {"HyperParameterTuningJobName": name, "HyperParameterTuningJobConfig": config,
+                "TrainingJobDefinition": definition, "Tags": [{"Key": "dataset", "Value": "toy"}]}
 
     return build
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from local_mode.cli import parse_options
+from local_mode.demo import demo_manifest
+from local_mode.tuning_demo import parameter_ranges
 
 
 def test_a_profile_and_a_distribution_it_runs_are_accepted():
@@ -44,3 +46,33 @@ def test_a_partial_or_bad_watchdog_timing_is_refused_naming_the_fix(argv, messag
     with pytest.raises(SystemExit):
         parse_options(argv)
     assert message in capsys.readouterr().err
+
+
+def test_tune_ranges_become_the_tuning_jobs_parameter_ranges():
+    options = parse_options(["--tune", "learning-rate=continuous:0.0001:0.1:log", "--tune", "epochs=integer:1:5",
+                             "--max-parallel-jobs", "2"])
+    assert options.tuning.max_jobs == 4 and options.tuning.max_parallel_jobs == 2
+    assert parameter_ranges(options.tuning.ranges) == {
+        "ContinuousParameterRanges": [{"Name": "learning-rate", "MinValue": "0.0001", "MaxValue": "0.1",
+                                       "ScalingType": "Logarithmic"}],
+        "IntegerParameterRanges": [{"Name": "epochs", "MinValue": "1", "MaxValue": "5", "ScalingType": "Linear"}]}
+    assert parse_options([]).tuning is None
+    assert parse_options(["--tune", "loss=categorical:listnet,lambdarank", "--strategy", "Grid"]).tuning.max_jobs is None
+
+
+def test_a_bad_tune_spec_is_refused_naming_the_fix(capsys):
+    with pytest.raises(SystemExit):
+        parse_options(["--tune", "epochs=1:5"])
+    assert "--tune epochs=1:5: write NAME=continuous:MIN:MAX[:log]" in capsys.readouterr().err
+
+
+def test_tune_options_become_the_manifests_tuning_section():
+    options = parse_options(["--tune", "learning-rate=continuous:0.0001:0.1:log", "--tune", "epochs=integer:1:5",
+                             "--tune", "loss=categorical:listnet,lambdarank", "--random-seed", "3"])
+    assert demo_manifest(options)["tuning"] == {
+        "objective_metric": "val_ndcg@10", "objective_type": "Maximize", "strategy": "Random", "max_jobs": 4,
+        "max_parallel_jobs": 2, "early_stopping": "Off", "random_seed": 3,
+        "ranges": {"learning-rate": {"type": "continuous", "min": 0.0001, "max": 0.1, "scaling": "Logarithmic"},
+                   "epochs": {"type": "integer", "min": 1, "max": 5, "scaling": "Linear"},
+                   "loss": {"type": "categorical", "values": ["listnet", "lambdarank"]}}}
+    assert "tuning" not in demo_manifest(parse_options([]))

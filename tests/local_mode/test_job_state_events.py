@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from local_mode.event_rules import matches
 from local_mode.job_state_events import training_job_state_change_event
 from local_mode.synthesized_app import synthesize
 
@@ -23,15 +24,6 @@ def _description(status: str) -> dict[str, Any]:
             "ResponseMetadata": {"HTTPStatusCode": 200}}
 
 
-def _matches(pattern: Any, value: Any) -> bool:
-    """EventBridge matching for what the stack's rules use: nested objects, value lists and `prefix`."""
-    if isinstance(pattern, dict):
-        return isinstance(value, dict) and all(key in value and _matches(part, value[key])
-                                               for key, part in pattern.items())
-    return any(value.startswith(option["prefix"]) if isinstance(option, dict) else value == option
-               for option in pattern)
-
-
 @pytest.fixture(scope="module")
 def registration_pattern() -> dict[str, Any]:
     template = json.loads(next(synthesize().glob("*-pipeline.template.json")).read_text())
@@ -44,7 +36,7 @@ def registration_pattern() -> dict[str, Any]:
 @pytest.mark.parametrize(("status", "matched"), [("Completed", True), ("Failed", False), ("Stopped", False)])
 def test_the_registration_rule_matches_the_event_of_a_completed_job_only(registration_pattern, status, matched):
     event = training_job_state_change_event(_description(status), [], account="123456789012")
-    assert _matches(registration_pattern, event) is matched
+    assert matches(registration_pattern, event) is matched
 
 
 def test_the_event_carries_the_description_in_eventbridges_shape():

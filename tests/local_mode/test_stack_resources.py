@@ -12,6 +12,8 @@ from local_mode.local_clients import LOCAL_REGION, local_account_id, local_clien
 from local_mode.stack_resources import LocalStackResources
 
 ASSET_HASH = "ab12"
+TUNING_PATTERN = {"source": ["aws.sagemaker"], "detail-type": ["SageMaker HyperParameter Tuning Job State Change"],
+                  "detail": {"HyperParameterTuningJobStatus": ["Completed"]}}
 STATEFUL = {
     "Resources": {"DataBucket": {"Type": "AWS::S3::Bucket"}, "KeyArn": {"Type": "AWS::KMS::Key"}},
     "Outputs": {"DataBucketName": {"Value": {"Ref": "DataBucket"}, "Export": {"Name": "proj-data-bucket"}}},
@@ -33,6 +35,10 @@ PIPELINE = {"Resources": {
         }}}},
     "Schedule": {"Type": "AWS::Events::Rule", "Properties": {
         "ScheduleExpression": "rate(10 minutes)", "Targets": [{"Arn": {"Fn::GetAtt": ["Trigger", "Arn"]}, "Id": "0"}]}},
+    "TuningRule": {"Type": "AWS::Events::Rule", "Properties": {
+        "EventPattern": TUNING_PATTERN, "Targets": [{"Arn": {"Fn::GetAtt": ["Trigger", "Arn"]}, "Id": "0"}]}},
+    "OtherRule": {"Type": "AWS::Events::Rule", "Properties": {
+        "EventPattern": {"source": ["aws.s3"]}, "Targets": [{"Arn": {"Ref": "Topic"}, "Id": "0"}]}},
 }}
 
 
@@ -81,6 +87,13 @@ def test_a_function_carries_the_schedule_that_invokes_it_and_an_optional_one_may
     assert resources.lambda_function("NO_SUCH_VARIABLE", required=False) is None
     with pytest.raises(LookupError, match="NO_SUCH_VARIABLE"):
         resources.lambda_function("NO_SUCH_VARIABLE")
+
+
+def test_the_event_patterns_of_the_rules_that_invoke_a_function_are_found(assembly, moto):
+    resources = LocalStackResources(assembly, moto.url)
+    # The schedule has no pattern, and the other rule targets the topic
+    assert resources.event_patterns_targeting("JOB_NAME_PREFIX") == [TUNING_PATTERN]
+    assert resources.event_patterns_targeting("NO_SUCH_VARIABLE") == []
 
 
 def test_file_assets_are_published_where_the_template_expects_them(assembly, moto):

@@ -33,9 +33,11 @@ entry_point.run(uri=BUNDLE, user_entry_point=env.user_entry_point, args=env.to_c
 
 def test_the_toolkit_sees_the_same_environment_as_local_mode(sagemaker, s3, training_request, wait_for_end,
                                                              tmp_path):
-    # Given a two-host job whose script records its SM_* environment and arguments
+    # Given a two-host job whose script records its SM_* environment and arguments, launched by a tuning job (which
+    # adds the objective's hyperparameter)
     request = training_request("contract", "env_dump.py", instance_count=2,
-                               hyperparameters={"flag": "true", "rate": "0.5"})
+                               hyperparameters={"flag": "true", "rate": "0.5",
+                                                                "_tuning_objective_metric": "val_ndcg@10"})
     sagemaker.create_training_job(**request)
     description = wait_for_end("contract")
     assert description["TrainingJobStatus"] == "Completed", description.get("FailureReason")

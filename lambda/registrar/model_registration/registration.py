@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from model_registration.settings import Serving, Settings, Threshold
+from model_registration.tuning import TuningOutcome
 
 # The trigger's provenance tag keys (training_trigger.overrides.TRIGGER_TAG_KEYS; a unit test holds them equal).
 DATASET_TAG, DATASET_VERSION_TAG = "dataset", "dataset-version"
@@ -53,8 +54,9 @@ class Refusal:
     reason: str
 
 
-def plan_registration(description: Mapping[str, Any], tags: Mapping[str, str],
-                      settings: Settings) -> Registration | Refusal:
+def plan_registration(description: Mapping[str, Any], tags: Mapping[str, str], settings: Settings,
+                      tuning: TuningOutcome | None = None) -> Registration | Refusal:
+    """The requests that register the job's model; with `tuning`, the job is that tuning job's best trial."""
     job_name = description["TrainingJobName"]
     dataset = tags.get(DATASET_TAG)
     if not dataset:
@@ -80,7 +82,8 @@ def plan_registration(description: Mapping[str, Any], tags: Mapping[str, str],
         quality_report_uri=report_uri,
         quality_report=quality_report(metrics),
         package_request=model_package_request(description, group_name=group_name, report_uri=report_uri,
-                                              dataset=dataset, version=version, serving=settings.serving),
+                                              dataset=dataset, version=version, serving=settings.serving,
+                                              tuning=tuning),
     )
 
 
@@ -130,15 +133,21 @@ def inference_specification(model_data_url: str, serving: Serving) -> dict[str, 
 
 
 def model_package_request(description: Mapping[str, Any], *, group_name: str, report_uri: str, dataset: str,
-                          version: str, serving: Serving) -> dict[str, Any]:
-    """The keyword arguments of `sagemaker.create_model_package(**request)`: a version of `group_name`."""
+                          version: str, serving: Serving, tuning: TuningOutcome | None = None) -> dict[str, Any]:
+    """The keyword arguments of `sagemaker.create_model_package(**request)`: a version of `group_name`; a tuning
+    job's winner also names its tuning job and objective value."""
     job_name, job_arn = description["TrainingJobName"], description["TrainingJobArn"]
     provenance = {"training-job": job_name, DATASET_TAG: dataset}
     if version:
         provenance[DATASET_VERSION_TAG] = version
+    summary = f"Trained by {job_name} on {dataset} {version}".strip()
+    if tuning is not None:
+        provenance |= {"tuning-job": tuning.tuning_job, "tuning-objective-metric": tuning.objective_metric,
+                       "tuning-objective-value": repr(tuning.objective_value)}
+        summary += f", {tuning.note()}"
     return {
         "ModelPackageGroupName": group_name,
-        "ModelPackageDescription": f"Trained by {job_name} on {dataset} {version}".strip()[:1024],
+        "ModelPackageDescription": summary[:1024],
         "InferenceSpecification": inference_specification(description["ModelArtifacts"]["S3ModelArtifacts"],
                                                           serving),
         "ModelMetrics": {"ModelQuality": {"Statistics": {"ContentType": "application/json", "S3Uri": report_uri}}},

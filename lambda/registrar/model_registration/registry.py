@@ -26,6 +26,9 @@ class Registry:
     def describe_training_job(self, job_name: str) -> dict[str, Any]:
         return self._sagemaker.describe_training_job(TrainingJobName=job_name)
 
+    def describe_tuning_job(self, job_name: str) -> dict[str, Any]:
+        return self._sagemaker.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName=job_name)
+
     def training_job_tags(self, job_arn: str) -> dict[str, str]:
         """DescribeTrainingJob leaves tags out; ListTags pages through them."""
         tags: dict[str, str] = {}

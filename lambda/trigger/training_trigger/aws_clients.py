@@ -25,6 +25,7 @@ SAGEMAKER_RETRIES = Config(retries={"mode": "standard", "total_max_attempts": SA
 # botocore treats quota errors as final, but a training-job slot frees whenever another job ends: same backoff.
 QUOTA_ERROR_CODES = ("ResourceLimitExceeded",)
 MAX_BACKOFF_SECONDS = 20  # botocore's own cap
+STARTING_OPERATIONS = ("CreateTrainingJob", "CreateHyperParameterTuningJob")
 
 
 def _retry_quota_errors(response: Any, attempts: int, **_: Any) -> float | None:
@@ -45,8 +46,9 @@ def _session() -> botocore.session.Session:
 @functools.cache
 def sagemaker_client():
     client = _session().create_client("sagemaker", config=SAGEMAKER_RETRIES)
-    # Registered on the operation, so it runs before botocore's service-wide retry handler.
-    client.meta.events.register("needs-retry.sagemaker.CreateTrainingJob", _retry_quota_errors)
+    # Registered on the operations, so it runs before botocore's service-wide retry handler.
+    for operation in STARTING_OPERATIONS:
+        client.meta.events.register(f"needs-retry.sagemaker.{operation}", _retry_quota_errors)
     return client
 
 

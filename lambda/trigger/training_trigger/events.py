@@ -20,9 +20,10 @@ from training_trigger.errors import InvalidInput
 from training_trigger.limits import data_location_errors, shown, tag_value_errors
 from training_trigger.overrides import OVERRIDE_FIELDS, JobOverrides, parse_overrides
 from training_trigger.settings import Settings
+from training_trigger.tuning import TUNING_KEY, TuningSection, parse_tuning_section
 
 CHANNEL_NAMES = ("train", "validation", "test")
-MANUAL_FIELDS = ("dataset", "version", "channels", "job_name", "dry_run", *OVERRIDE_FIELDS)
+MANUAL_FIELDS = ("dataset", "version", "channels", "job_name", "dry_run", TUNING_KEY, *OVERRIDE_FIELDS)
 # The dataset name and version become path segments and, slugged, part of the job name.
 _PATH_SEGMENT = re.compile(r"^(?!\.\.?$)[^/\x00-\x1f]+$")
 S3_KEY_LIMIT_BYTES = 1024  # S3 stores no longer key, so no longer name can point at data
@@ -51,6 +52,9 @@ class TriggerRequest:
     `<prefix>-<dataset>-<UTC yyyymmddHHMMSS>-<6 hex>` for each manual run."""
     dry_run: bool = False
     """Build and check the request and return it without starting a job."""
+    tuning: TuningSection | None = None
+    """Start a hyperparameter tuning job whose trials are this job: the `tuning` section (docs/tuning.md), field
+    by field over the manifest's `tuning`."""
 
 
 @dataclass(frozen=True)
@@ -190,7 +194,13 @@ def _from_manual_payload(payload: Mapping[str, Any], settings: Settings) -> Trig
         overrides = parse_overrides(payload, where="payload", settings=settings)
     except InvalidInput as invalid:
         errors += invalid.errors
+    tuning = None
+    if TUNING_KEY in payload:
+        try:
+            tuning = parse_tuning_section(payload[TUNING_KEY], f"payload.{TUNING_KEY}")
+        except InvalidInput as invalid:
+            errors += invalid.errors
     if errors:
         raise InvalidInput(errors)
     return TriggerRequest(source="manual", dataset=dataset, version=version, channels=dict(channels),
-                          overrides=overrides, job_name=job_name, dry_run=dry_run)
+                          overrides=overrides, job_name=job_name, dry_run=dry_run, tuning=tuning)

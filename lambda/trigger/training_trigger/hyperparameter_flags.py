@@ -16,19 +16,30 @@ from typing import Any
 def hyperparameter_flag_errors(hyperparameters: Mapping[str, Any], definitions: Mapping[str, Any],
                                where: str) -> list[str]:
     """One error per hyperparameter the script would refuse, naming it, its value and the fix."""
-    flags = definitions.get("flags", {})
     errors = []
     for key, value in hyperparameters.items():
-        name = key.replace("_", "-")
-        if name not in flags:
-            close = difflib.get_close_matches(name, list(flags), n=3)
-            hint = f"did you mean {close}?" if close else "see the flags in docs/training.md"
-            errors.append(f"{where}.{key} is not a flag of the training scripts: {hint}")
-            continue
-        problem = _value_problem(value, flags[name], definitions)
+        problem = flag_problem(key, value, definitions)
         if problem:
-            errors.append(f"{where}.{key}={value!r} is refused by --{name}: use {problem}")
+            errors.append(f"{where}.{key}{problem}")
     return errors
+
+
+def flag_kind(key: str, definitions: Mapping[str, Any]) -> str | None:
+    """The flag's type (`int`, `float`, `bool`, `str`), or None when the scripts have no such flag."""
+    flag = definitions.get("flags", {}).get(key.replace("_", "-"))
+    return None if flag is None else flag["type"]
+
+
+def flag_problem(key: str, value: Any, definitions: Mapping[str, Any]) -> str | None:
+    """What follows the field's name in an error when the script would refuse `--key value`, or None."""
+    flags = definitions.get("flags", {})
+    name = key.replace("_", "-")
+    if name not in flags:
+        close = difflib.get_close_matches(name, list(flags), n=3)
+        hint = f"did you mean {close}?" if close else "see the flags in docs/training.md"
+        return f" is not a flag of the training scripts: {hint}"
+    problem = _value_problem(value, flags[name], definitions)
+    return f"={value!r} is refused by --{name}: use {problem}" if problem else None
 
 
 def _value_problem(value: Any, flag: Mapping[str, Any], definitions: Mapping[str, Any]) -> str | None:

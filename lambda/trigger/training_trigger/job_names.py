@@ -10,16 +10,21 @@ import uuid
 
 MAX_LENGTH = 63
 JOB_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+# CreateHyperParameterTuningJob's name is at most 32 characters (botocore's model; preflight checks it there too):
+# SageMaker names each trial `<tuning job>-<3 digits>-<8 hex>`, which must fit a training job's 63.
+MAX_TUNING_LENGTH = 32
 _HASH_LENGTH = 10
+# A manual tuning job's fresh part: `yymmddHHMMSS` and 4 hex, no hyphen, so the dataset keeps some room.
+_MANUAL_TUNING_UNIQUE_LENGTH = 16
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")
 
 
-def _compose(prefix: str, readable: str, unique: str) -> str:
+def _compose(prefix: str, readable: str, unique: str, max_length: int = MAX_LENGTH) -> str:
     """`<prefix>-<readable>-<unique>`, cutting only the readable middle so prefix and unique part always fit."""
-    room = MAX_LENGTH - len(prefix) - len(unique) - 2
+    room = max_length - len(prefix) - len(unique) - 2
     middle = _slug(readable)[: max(room, 0)].strip("-")
     return "-".join(part for part in (prefix, middle, unique) if part)
 
@@ -38,12 +43,32 @@ def manual_job_name(prefix: str, dataset: str | None, now: dt.datetime | None = 
     return _compose(prefix, dataset or "manual", f"{stamp}-{uuid.uuid4().hex[:6]}")
 
 
-def job_name_errors(name: str, prefix: str) -> list[str]:
+def job_name_errors(name: str, prefix: str, *, tuning: bool = False) -> list[str]:
+    """A training job's name, or with `tuning` a tuning job's (at most 32 characters)."""
+    kind, limit = ("hyper-parameter-tuning-job", MAX_TUNING_LENGTH) if tuning else ("training-job", MAX_LENGTH)
     errors = []
     if not name.startswith(prefix + "-"):
         errors.append(f"job_name={name!r} does not start with {prefix + '-'!r}: the trigger's permissions cover "
-                      f"only training-job/{prefix}-*; rename it to {prefix}-<something>")
-    if len(name) > MAX_LENGTH or not JOB_NAME_PATTERN.match(name):
-        errors.append(f"job_name={name!r} is not a valid training job name: at most {MAX_LENGTH} letters, digits "
-                      f"and hyphens, starting and ending with a letter or digit")
+                      f"only {kind}/{prefix}-*; rename it to {prefix}-<something>")
+    if len(name) > limit or not JOB_NAME_PATTERN.match(name):
+        errors.append(f"job_name={name!r} is not a valid {kind.replace('-', ' ')} name: at most {limit} letters, "
+                      f"digits and hyphens, starting and ending with a letter or digit")
     return errors
+
+
+def tuning_job_stem(prefix: str, dataset: str | None) -> str:
+    """`<prefix>-<dataset, cut>`: the part every tuning job name of a dataset starts with, dataset or manual (both
+    cut the dataset to the same room), so a warm start can tell the dataset's earlier tuning jobs by name."""
+    return _compose(prefix, dataset or "manual", "x" * _MANUAL_TUNING_UNIQUE_LENGTH,
+                    MAX_TUNING_LENGTH)[: -_MANUAL_TUNING_UNIQUE_LENGTH - 1]
+
+
+def dataset_tuning_job_name(prefix: str, dataset: str, job_key: str) -> str:
+    """`<stem>-<hash of job_key>`, at most 32 characters: the same key gives the same name (see dataset_job_name)."""
+    return f"{tuning_job_stem(prefix, dataset)}-{hashlib.sha256(job_key.encode()).hexdigest()[:_HASH_LENGTH]}"
+
+
+def manual_tuning_job_name(prefix: str, dataset: str | None, now: dt.datetime | None = None) -> str:
+    """A fresh `<stem>-<UTC yymmddHHMMSS><4 hex>` for each manual run."""
+    stamp = (now or dt.datetime.now(dt.timezone.utc)).strftime("%y%m%d%H%M%S")
+    return f"{tuning_job_stem(prefix, dataset)}-{stamp}{uuid.uuid4().hex[:4]}"

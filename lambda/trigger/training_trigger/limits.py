@@ -128,6 +128,12 @@ def s3_data_distributions() -> tuple[str, ...]:
 
 
 @functools.cache
+def api_shape(name: str) -> Any:
+    """A shape of the SageMaker API model this runtime's botocore carries, e.g. `HyperParameterTuningJobName`."""
+    return sagemaker_client().meta.service_model.shape_for(name)
+
+
+@functools.cache
 def training_environment_limits() -> EnvironmentLimits:
     """CreateTrainingJob's limits on a job's `Environment`, from the API model this runtime's botocore carries."""
     return create_training_job_limits(sagemaker_client().meta.service_model)
@@ -200,11 +206,12 @@ def data_location_errors(uri: str, where: str, *, data_bucket: str, dataset_pref
     return _s3_key_errors(uri, key, where) if key else []
 
 
-def service_limit_errors(request: Mapping[str, Any], *, skip: Collection[str] = ()) -> list[str]:
-    """Each value of a CreateTrainingJob request against the API model's maximum lengths and counts, patterns,
+def service_limit_errors(request: Mapping[str, Any], *, skip: Collection[str] = (),
+                         operation: str = "CreateTrainingJob") -> list[str]:
+    """Each value of a request for `operation` against the API model's maximum lengths and counts, patterns,
     enum values and numeric ranges: the rules botocore leaves to the service. Top-level members in `skip` are left
     out (their own checks name the user's field)."""
-    shape = sagemaker_client().meta.service_model.operation_model("CreateTrainingJob").input_shape
+    shape = sagemaker_client().meta.service_model.operation_model(operation).input_shape
     errors: list[str] = []
     for name, value in request.items():
         if name not in skip and name in shape.members:

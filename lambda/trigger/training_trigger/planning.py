@@ -14,7 +14,13 @@ from typing import Protocol
 from training_trigger.datasets import DatasetVersion
 from training_trigger.errors import InvalidInput
 from training_trigger.events import TriggerRequest
-from training_trigger.job_names import dataset_job_name, job_name_errors, manual_job_name
+from training_trigger.job_names import (
+    dataset_job_name,
+    dataset_tuning_job_name,
+    job_name_errors,
+    manual_job_name,
+    manual_tuning_job_name,
+)
 from training_trigger.limits import channel_name_errors
 from training_trigger.hyperparameter_flags import hyperparameter_flag_errors
 from training_trigger.overrides import (
@@ -26,6 +32,14 @@ from training_trigger.overrides import (
     parse_overrides,
 )
 from training_trigger.settings import Settings
+from training_trigger.tuning import (
+    SECTION_FIELDS,
+    TUNING_KEY,
+    TuningJob,
+    TuningSection,
+    parse_tuning_section,
+    resolve_tuning,
+)
 
 MANIFEST_OVERRIDES_KEY = "training"
 TRAIN_CHANNEL = "train"
@@ -53,6 +67,8 @@ class TrainingJobSpec:
     """The job's environment variables (CreateTrainingJob's `Environment`)."""
     train_data_distribution: str = FULLY_REPLICATED
     """The `train` channel's S3DataDistributionType; every other channel is replicated."""
+    tuning: TuningJob | None = None
+    """With a `tuning` section: a tuning job named `job_name` whose trials are this job (tuning_request.py)."""
 
 
 class Catalog(Protocol):
@@ -74,7 +90,13 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
         max_runtime=settings.max_runtime_seconds, tensorboard=settings.tensorboard,
         environment=dict(settings.default_environment), train_data_distribution=settings.train_data_distribution,
     )
-    overrides = defaults.then(_manifest_overrides(found, catalog, settings)).then(request.overrides)
+    manifest = catalog.manifest(found) if found is not None else {}
+    overrides = defaults.then(_manifest_overrides(found, manifest, catalog, settings)).then(request.overrides)
+    section = _manifest_tuning(found, manifest, catalog)
+    if request.tuning is not None:
+        section = (section or TuningSection()).then(request.tuning)
+    tuning = None if section is None else resolve_tuning(section, entry_point=overrides.entry_point,
+                                                         settings=settings, where=TUNING_KEY)
     errors = check_hyperparameters(overrides.hyperparameters, "hyperparameters")
     if overrides.entry_point in settings.checked_entry_points:
         # After merging: the script that runs decides which flags exist, whichever layer named it.
@@ -83,8 +105,8 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
                                           for name in found.channels}
     if found is not None:
         errors += channel_name_errors(found.channels, f"folders of {catalog.uri(found.dataset, found.version)}")
-    job_name = _job_name(request, found, overrides, channels, settings)
-    errors += job_name_errors(job_name, settings.job_name_prefix)
+    job_name = _job_name(request, found, overrides, channels, settings, tuning)
+    errors += job_name_errors(job_name, settings.job_name_prefix, tuning=tuning is not None)
     if errors:
         raise InvalidInput(errors)
     return TrainingJobSpec(
@@ -93,7 +115,7 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
         instance_count=overrides.instance_count, hyperparameters=overrides.hyperparameters, spot=overrides.spot,
         max_runtime=overrides.max_runtime, tags={**overrides.tags, **_provenance_tags(request, found)},
         dry_run=request.dry_run, tensorboard=bool(overrides.tensorboard), environment=overrides.environment,
-        train_data_distribution=overrides.train_data_distribution,
+        train_data_distribution=overrides.train_data_distribution, tuning=tuning,
     )
 
 
@@ -117,15 +139,24 @@ def _dataset_version(request: TriggerRequest, catalog: Catalog) -> DatasetVersio
     return found
 
 
-def _manifest_overrides(found: DatasetVersion | None, catalog: Catalog, settings: Settings) -> JobOverrides:
+def _manifest_tuning(found: DatasetVersion | None, manifest: Mapping[str, object],
+                     catalog: Catalog) -> TuningSection | None:
+    if found is None or TUNING_KEY not in manifest:
+        return None
+    return parse_tuning_section(manifest[TUNING_KEY], f"{catalog.uri(found.dataset, found.version)}manifest.json "
+                                                      f"{TUNING_KEY}")
+
+
+def _manifest_overrides(found: DatasetVersion | None, manifest: Mapping[str, object], catalog: Catalog,
+                        settings: Settings) -> JobOverrides:
     if found is None:
         return JobOverrides()
-    manifest = catalog.manifest(found)
-    misspelt = misspelt_overrides_keys(manifest)
+    misspelt = misspelt_section_keys(manifest)
     if misspelt:
         raise InvalidInput([f"{catalog.uri(found.dataset, found.version)}manifest.json {key} looks like a misspelt "
-                            f"{MANIFEST_OVERRIDES_KEY!r}: job settings go under {MANIFEST_OVERRIDES_KEY!r}; rename it, "
-                            f"or give free metadata a name unlike it" for key in misspelt])
+                            f"{meant!r}: {'job' if meant == MANIFEST_OVERRIDES_KEY else 'tuning'} settings go under "
+                            f"{meant!r}; rename it, or give free metadata a name unlike it"
+                            for key, meant in misspelt.items()])
     training = manifest.get(MANIFEST_OVERRIDES_KEY, {})
     where = f"{catalog.uri(found.dataset, found.version)}manifest.json {MANIFEST_OVERRIDES_KEY}"
     if not isinstance(training, Mapping):
@@ -137,26 +168,42 @@ def _manifest_overrides(found: DatasetVersion | None, catalog: Catalog, settings
     return parse_overrides(training, where=where, settings=settings)
 
 
-def misspelt_overrides_keys(manifest: Mapping[str, object]) -> list[str]:
-    """Top-level keys other than `training` that hold job settings: a name close to `training`, or an object
-    naming an override field. Other top-level keys are free metadata."""
-    return [key for key, value in manifest.items() if key != MANIFEST_OVERRIDES_KEY and (
-        difflib.get_close_matches(key.lower(), [MANIFEST_OVERRIDES_KEY], cutoff=0.8)
-        or (isinstance(value, Mapping) and any(name in OVERRIDE_FIELDS for name in value)))]
+def misspelt_section_keys(manifest: Mapping[str, object]) -> dict[str, str]:
+    """Top-level keys other than `training` and `tuning` that hold their settings, each with the section it was
+    meant as: a name close to one, or an object naming an override field (`training`) or a tuning field
+    (`tuning`). Other top-level keys are free metadata."""
+    sections = (MANIFEST_OVERRIDES_KEY, TUNING_KEY)
+    misspelt = {}
+    for key, value in manifest.items():
+        if key in sections:
+            continue
+        close = difflib.get_close_matches(key.lower(), sections, n=1, cutoff=0.8)
+        fields = set(value) if isinstance(value, Mapping) else set()
+        if close:
+            misspelt[key] = close[0]
+        elif fields & set(OVERRIDE_FIELDS):
+            misspelt[key] = MANIFEST_OVERRIDES_KEY
+        elif fields & set(SECTION_FIELDS):
+            misspelt[key] = TUNING_KEY
+    return misspelt
 
 
 def _job_name(request: TriggerRequest, found: DatasetVersion | None, overrides: JobOverrides,
-              channels: Mapping[str, str], settings: Settings) -> str:
+              channels: Mapping[str, str], settings: Settings, tuning: TuningJob | None) -> str:
     if request.job_name:
         return request.job_name
     if request.source == "manual":
+        if tuning is not None:
+            return manual_tuning_job_name(settings.job_name_prefix, request.dataset)
         return manual_job_name(settings.job_name_prefix, request.dataset)
-    key = job_key(request, found, overrides, channels, settings)
+    key = job_key(request, found, overrides, channels, settings, tuning)
+    if tuning is not None:
+        return dataset_tuning_job_name(settings.job_name_prefix, found.dataset, key)
     return dataset_job_name(settings.job_name_prefix, found.dataset, found.version, key)
 
 
 def job_key(request: TriggerRequest, found: DatasetVersion, overrides: JobOverrides, channels: Mapping[str, str],
-            settings: Settings) -> str:
+            settings: Settings, tuning: TuningJob | None = None) -> str:
     """What "the same job" is for dataset events and the schedule: equal keys give equal job names, and SageMaker
     starts a name only once.
 
@@ -166,15 +213,19 @@ def job_key(request: TriggerRequest, found: DatasetVersion, overrides: JobOverri
     - for the schedule, the tick's time: every tick retrains, a redelivered tick does not;
     - the effective job: its channels and the overrides after defaults, manifest and payload;
     - the stack's trigger settings, among them the code bundle (its S3 key is the bundle's content hash) and the
-      image, so a redeploy with new training code or new defaults trains again.
+      image, so a redeploy with new training code or new defaults trains again;
+    - for a tuning job, its resolved tuning section (a training job's key has no such entry).
     """
-    return json.dumps({
+    key = {
         "dataset": found.dataset, "version": found.version, "marker": found.marker_key,
         "marker_version": request.marker_version_id or found.marker_etag,
         "schedule_tick": request.scheduled_time,
         "job": {"channels": dict(channels), **asdict(overrides)},
         "stack": asdict(settings),
-    }, sort_keys=True, default=_json_value)
+    }
+    if tuning is not None:
+        key["tuning"] = asdict(tuning)
+    return json.dumps(key, sort_keys=True, default=_json_value)
 
 
 def _json_value(value: object) -> object:

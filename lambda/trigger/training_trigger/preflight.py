@@ -26,6 +26,7 @@ from training_trigger.limits import (
 )
 from training_trigger.planning import TRAIN_CHANNEL, TrainingJobSpec
 from training_trigger.settings import Settings
+from training_trigger.tuning_guards import tuning_errors
 
 # Request members whose limits _naming_errors checks with the user's field names.
 _NAMED_MEMBERS = ("HyperParameters", "Tags", "Environment")
@@ -40,12 +41,22 @@ def preflight_errors(request: dict[str, Any], spec: TrainingJobSpec, settings: S
                                  limits=training_environment_limits()))
 
 
-def service_model_errors(request: dict[str, Any]) -> list[str]:
-    input_shape = sagemaker_client().meta.service_model.operation_model("CreateTrainingJob").input_shape
+def tuning_preflight_errors(tuning_request: dict[str, Any], training_request: dict[str, Any],
+                            spec: TrainingJobSpec, settings: Settings) -> list[str]:
+    """A tuning job's trials are the training job `training_request` describes, so everything checked for a training
+    job is checked for them; then the tuning request against its own API model and the tuning rules."""
+    operation = "CreateHyperParameterTuningJob"
+    return (preflight_errors(training_request, spec, settings) + service_model_errors(tuning_request, operation)
+            + service_limit_errors(tuning_request, skip=("Tags",), operation=operation)
+            + tuning_errors(spec.tuning, spec, settings))
+
+
+def service_model_errors(request: dict[str, Any], operation: str = "CreateTrainingJob") -> list[str]:
+    input_shape = sagemaker_client().meta.service_model.operation_model(operation).input_shape
     report = ParamValidator().validate(request, input_shape)
     if not report.has_errors():
         return []
-    return [f"CreateTrainingJob request breaks the SageMaker API model: {line.strip()}"
+    return [f"{operation} request breaks the SageMaker API model: {line.strip()}"
             for line in report.generate_report().splitlines() if line.strip()]
 
 

@@ -51,7 +51,8 @@ def isolated_submit_directory(source_bundle_uri: str) -> str:
     return f"{CODE_CHANNEL_DIR}/{source_bundle_uri.rsplit('/', 1)[-1]}"
 
 
-def _hyperparameters(spec: TrainingJobSpec, settings: Settings) -> dict[str, str]:
+def script_hyperparameters(spec: TrainingJobSpec, settings: Settings) -> dict[str, str]:
+    """The job's hyperparameters and the script-mode keys the SDK adds, JSON-encoded as the SDK sends them."""
     script_mode = {
         "sagemaker_submit_directory": (isolated_submit_directory(settings.source_bundle_uri)
                                        if settings.enable_network_isolation else settings.source_bundle_uri),
@@ -138,7 +139,7 @@ def build_training_job_request(spec: TrainingJobSpec, settings: Settings) -> dic
     definition = training_job_definition(spec, settings)
     request: dict[str, Any] = {
         "TrainingJobName": spec.job_name,
-        "HyperParameters": _hyperparameters(spec, settings),
+        "HyperParameters": script_hyperparameters(spec, settings),
         **definition,
         "AlgorithmSpecification": {**definition["AlgorithmSpecification"], "EnableSageMakerMetricsTimeSeries": True},
         "Tags": [{"Key": key, "Value": value} for key, value in spec.tags.items()],

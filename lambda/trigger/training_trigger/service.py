@@ -1,8 +1,9 @@
-"""One invocation: parse the event, plan the job, build and check the request, then submit (or dry-run)."""
+"""One invocation: parse the event, plan the job, build and check the request (a training job's, or a tuning job's
+whose trials are that training job), then submit (or dry-run)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -12,11 +13,12 @@ from training_trigger.errors import InvalidInput
 from training_trigger.events import Ignored, TriggerRequest, parse_event
 from training_trigger.notifications import publish_rejection
 from training_trigger.observability import DUPLICATE_EVENTS, JOBS_REJECTED, JOBS_STARTED, count, logger
-from training_trigger.planning import plan_training_job
-from training_trigger.preflight import preflight_errors
+from training_trigger.planning import TrainingJobSpec, plan_training_job
+from training_trigger.preflight import preflight_errors, tuning_preflight_errors
 from training_trigger.request import build_training_job_request
 from training_trigger.settings import Settings, load_settings
-from training_trigger.submission import submit_training_job
+from training_trigger.submission import submit_training_job, submit_tuning_job
+from training_trigger.tuning_request import build_tuning_job_request
 
 
 def handle_event(event: Mapping[str, Any], settings: Settings | None = None) -> dict[str, Any]:
@@ -41,17 +43,29 @@ def _handle_request(request: TriggerRequest, event: Mapping[str, Any], settings:
     if spec is None:
         return _ignore(f"no complete dataset version under s3://{settings.data_bucket}/{settings.dataset_prefix}")
     logger.set_correlation_id(spec.job_name)
-    job_request = build_training_job_request(spec, settings)
-    errors = preflight_errors(job_request, spec, settings)
+    job_request, errors, submit = _checked_request(spec, settings)
     if errors:
         return _reject(spec.job_name, errors, event, settings)
+    kind = "training" if spec.tuning is None else "tuning"
+    # A tuning job's result says so; a training job's keeps its shape.
+    marked = {"job_kind": kind} if spec.tuning is not None else {}
     if spec.dry_run:
-        logger.info("dry run: request built and checked, no job started", extra={"request": job_request})
-        return {"status": "dry_run", "job_name": spec.job_name, "request": job_request}
-    status = submit_training_job(job_request)
+        logger.info(f"dry run: {kind} request built and checked, no job started", extra={"request": job_request})
+        return {"status": "dry_run", "job_name": spec.job_name, **marked, "request": job_request}
+    status = submit(job_request)
     count(JOBS_STARTED if status == "started" else DUPLICATE_EVENTS)
-    logger.info(f"training job {status}", extra={"trigger_source": request.source, "tags": dict(spec.tags)})
-    return {"status": status, "job_name": spec.job_name}
+    logger.info(f"{kind} job {status}", extra={"trigger_source": request.source, "tags": dict(spec.tags)})
+    return {"status": status, "job_name": spec.job_name, **marked}
+
+
+def _checked_request(spec: TrainingJobSpec, settings: Settings) -> tuple[dict[str, Any], list[str], Callable]:
+    """The request, what refuses it, and the call that sends it: a training job, or a tuning job whose trials are
+    that training job."""
+    training = build_training_job_request(spec, settings)
+    if spec.tuning is None:
+        return training, preflight_errors(training, spec, settings), submit_training_job
+    tuning = build_tuning_job_request(spec, settings)
+    return tuning, tuning_preflight_errors(tuning, training, spec, settings), submit_tuning_job
 
 
 def _ignore(reason: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from training_trigger.container_profiles import DISTRIBUTIONS
 from training_trigger.job_environment import environment_type_errors
-from training_trigger.limits import s3_data_distributions
+from training_trigger.limits import api_shape, s3_data_distributions
 
 BUNDLE_ROOT = Path(__file__).resolve().parents[1]
 IMAGE_SOURCES = ("dlc", "custom")
@@ -76,6 +76,14 @@ class Settings:
     bundle_files: frozenset[str]  # every file of the job's sourcedir.tar.gz, by its path in the archive
     checked_entry_points: tuple[str, ...]  # scripts whose hyperparameters training_flags describes
     training_flags: Mapping[str, Any]  # the training code's flag definitions (ranker.config.flag_definitions)
+    # Tuning jobs (docs/tuning.md): the objective of checked_entry_points ({"MetricName", "Type"}; {} for other
+    # code), the defaults of a `tuning` section, and the cost ceiling over all of a tuning job's trials.
+    default_tuning_objective: Mapping[str, str]
+    tuning_strategy: str
+    tuning_max_jobs: int
+    tuning_max_parallel_jobs: int
+    tuning_early_stopping: str
+    max_tuning_instance_hours: int
 
 
 class _EnvironmentReader:
@@ -236,6 +244,13 @@ def settings_from(environ: Mapping[str, str], static: Mapping[str, Any], static_
         bundle_files=bundle_files,
         checked_entry_points=read.strings("checked_entry_points"),
         training_flags=read.mapping("training_flags"),
+        default_tuning_objective=read.mapping("default_tuning_objective"),
+        tuning_strategy=read.text("tuning_strategy", choices=tuple(api_shape("HyperParameterTuningJobStrategyType").enum)),
+        tuning_max_jobs=read.integer("tuning_max_jobs", minimum=1),
+        tuning_max_parallel_jobs=read.integer("tuning_max_parallel_jobs", minimum=1),
+        tuning_early_stopping=read.text("tuning_early_stopping",
+                                        choices=tuple(api_shape("TrainingJobEarlyStoppingType").enum)),
+        max_tuning_instance_hours=read.integer("max_tuning_instance_hours", minimum=1),
     )
     if settings.checked_entry_points and not {"flags", "true_texts", "false_texts"} <= set(settings.training_flags):
         errors.append(f"{static_name}: checked_entry_points={list(settings.checked_entry_points)} without the "

@@ -1,4 +1,5 @@
-"""Starts the training job. The one place that calls CreateTrainingJob."""
+"""Starts the training job or the tuning job. The one place that calls CreateTrainingJob and
+CreateHyperParameterTuningJob."""
 
 from __future__ import annotations
 
@@ -15,8 +16,17 @@ DUPLICATE_ERROR = "ResourceInUse"
 
 
 def submit_training_job(request: dict[str, Any]) -> Literal["started", "duplicate"]:
+    return _submit(sagemaker_client().create_training_job, request)
+
+
+def submit_tuning_job(request: dict[str, Any]) -> Literal["started", "duplicate"]:
+    """A tuning job's name is as deterministic as a training job's, and SageMaker refuses a name twice alike."""
+    return _submit(sagemaker_client().create_hyper_parameter_tuning_job, request)
+
+
+def _submit(create: Any, request: dict[str, Any]) -> Literal["started", "duplicate"]:
     try:
-        sagemaker_client().create_training_job(**request)
+        create(**request)
     except ClientError as error:
         if error.response.get("Error", {}).get("Code") == DUPLICATE_ERROR:
             return "duplicate"

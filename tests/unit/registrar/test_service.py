@@ -5,59 +5,22 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import botocore.session
 import pytest
-from botocore.stub import ANY, Stubber
+from botocore.stub import ANY
 from model_registration import service
-from model_registration.registry import Registry
 from model_registration.settings import settings_from_environ
 
+from registrar.conftest import JOB
 from registrar.samples import TOPIC_ARN, load, stack_environ
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
 
-JOB = "ranker-web-search-2026-11-01-2fc0bef5c3"
-JOB_ARN = f"arn:aws:sagemaker:eu-west-1:123456789012:training-job/{JOB}"
 GROUP = "ranker-web-search"
 PACKAGE_ARN = f"arn:aws:sagemaker:eu-west-1:123456789012:model-package/{GROUP}/3"
 REPORT_KEY = f"models/{JOB}/output/model_quality.json"
 HANDLER_FILE = Path(__file__).resolve().parents[3] / "lambda" / "registrar" / "handler.py"
-
-
-@dataclass
-class Stubs:
-    sagemaker: Stubber
-    s3: Stubber
-    sns: Stubber
-
-    def registry(self) -> Registry:
-        return Registry(sagemaker=self.sagemaker.client, s3=self.s3.client, sns=self.sns.client)
-
-    def job_described(self) -> None:
-        self.sagemaker.add_response("describe_training_job", load("describe_training_job.json"),
-                                    {"TrainingJobName": JOB})
-        self.sagemaker.add_response("list_tags", load("training_job_tags.json"), {"ResourceArn": JOB_ARN})
-
-    def published(self) -> list[dict]:
-        """Every SNS message, read off the client's own hook."""
-        sent: list[dict] = []
-        self.sns.client.meta.events.register("before-parameter-build.sns.Publish",
-                                             lambda params, **_: sent.append(dict(params)))
-        return sent
-
-
-@pytest.fixture
-def stubs() -> Iterator[Stubs]:
-    session = botocore.session.get_session()
-    clients = [session.create_client(name, region_name="eu-west-1") for name in ("sagemaker", "s3", "sns")]
-    with Stubber(clients[0]) as sagemaker, Stubber(clients[1]) as s3, Stubber(clients[2]) as sns:
-        yield Stubs(sagemaker, s3, sns)
-        for stubber in (sagemaker, s3, sns):
-            stubber.assert_no_pending_responses()
 
 
 def test_a_completed_job_is_registered_in_a_new_group_with_its_quality_report(stubs):

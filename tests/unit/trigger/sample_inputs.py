@@ -9,6 +9,7 @@ from typing import Any
 
 from ranker.config import flag_definitions
 from ranker.log_format import metric_definitions
+from stacks.trigger_environment import RANKER_TUNING_OBJECTIVE
 from training_trigger.planning import TrainingJobSpec
 from training_trigger.settings import Settings, settings_from
 
@@ -80,6 +81,12 @@ def stack_static_settings(**changes: Any) -> dict[str, Any]:
         "bundle_files": list(BUNDLE_FILES),
         "checked_entry_points": ["train_ddp.py", "train_lightning.py"],
         "training_flags": flag_definitions(),
+        "default_tuning_objective": dict(RANKER_TUNING_OBJECTIVE),
+        "tuning_strategy": "Bayesian",
+        "tuning_max_jobs": 10,
+        "tuning_max_parallel_jobs": 2,
+        "tuning_early_stopping": "Off",
+        "max_tuning_instance_hours": 960,
     }
     return {**static, **changes}
 

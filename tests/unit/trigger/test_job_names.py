@@ -9,9 +9,13 @@ from hypothesis import strategies as st
 from training_trigger.job_names import (
     JOB_NAME_PATTERN,
     MAX_LENGTH,
+    MAX_TUNING_LENGTH,
     dataset_job_name,
+    dataset_tuning_job_name,
     job_name_errors,
     manual_job_name,
+    manual_tuning_job_name,
+    tuning_job_stem,
 )
 
 KEY = '{"marker_version": "IYV3p45BT0ac8hjHg1houSdS1a.Mro8e"}'
@@ -49,3 +53,35 @@ def test_names_outside_the_prefix_or_pattern_are_refused_with_the_fix():
     assert "does not start with 'ranker-'" in job_name_errors("other-job", "ranker")[0]
     assert "is not a valid training job name" in job_name_errors("ranker-bad_name", "ranker")[0]
     assert "is not a valid training job name" in job_name_errors("ranker-" + "x" * 60, "ranker")[0]
+
+
+@given(prefix=st.from_regex(r"[a-z][a-z0-9-]{0,13}[a-z0-9]", fullmatch=True),
+       dataset=st.one_of(st.none(), st.text(min_size=1, max_size=200)),
+       key=st.text(alphabet="0123456789abcdef", min_size=32, max_size=32))
+def test_tuning_job_names_fit_32_characters_and_start_with_their_datasets_stem(prefix, dataset, key):
+    # Given any project prefix of up to 15 characters and any dataset name (or none: explicit channels)
+    names = [manual_tuning_job_name(prefix, dataset)]
+    if dataset is not None:
+        names.append(dataset_tuning_job_name(prefix, dataset, key))
+    # Then every tuning job name is one SageMaker accepts, within the trigger's permissions, and starts with the
+    # stem a warm start recognises the dataset's tuning jobs by
+    for name in names:
+        assert job_name_errors(name, prefix, tuning=True) == [], name
+        assert len(name) <= MAX_TUNING_LENGTH and name.startswith(tuning_job_stem(prefix, dataset) + "-")
+
+
+def test_a_tuning_job_name_is_deterministic_per_key_and_fresh_per_manual_run():
+    now = dt.datetime(2026, 11, 1, 6, 12, 40, tzinfo=dt.timezone.utc)
+    assert dataset_tuning_job_name("ranker", "web search", KEY) == dataset_tuning_job_name("ranker", "web search",
+                                                                                           KEY)
+    assert dataset_tuning_job_name("ranker", "web search", KEY) != dataset_tuning_job_name("ranker", "web search",
+                                                                                           KEY + "x")
+    first, second = manual_tuning_job_name("ranker", "web search", now), manual_tuning_job_name("ranker", "web search",
+                                                                                                now)
+    # (the stamp is the run's UTC time, to the second)
+    assert first != second and first.startswith(f"ranker-web-sear-{now:%y%m%d%H%M%S}")
+
+
+def test_a_tuning_job_name_over_32_characters_is_refused_naming_the_limit():
+    [error] = job_name_errors("ranker-web-search-tuning-of-november", "ranker", tuning=True)
+    assert "hyper parameter tuning job name: at most 32" in error

@@ -1,7 +1,9 @@
-"""Our request equals what the real SageMaker Python SDK v2 (sagemaker==2.257.7) sends for the same settings.
+"""Our requests equal what the real SageMaker Python SDK v2 (sagemaker==2.257.7) sends for the same settings:
+CreateTrainingJob from `PyTorch(...).fit(...)`, CreateHyperParameterTuningJob from
+`HyperparameterTuner(PyTorch(...), ...).fit(...)`.
 
-The SDK builds its request offline here: a `PyTorch` estimator on a `sagemaker.Session` whose SageMaker client is
-a real botocore client behind a Stubber, with the request read off the client's parameter hook. The SDK is a test
+The SDK builds its request offline here: the estimator (and tuner) on a `sagemaker.Session` whose SageMaker client
+is a real botocore client behind a Stubber, with the request read off the client's parameter hook. The SDK is a test
 dependency only; the trigger never imports it.
 """
 
@@ -24,9 +26,19 @@ sagemaker = pytest.importorskip("sagemaker", reason="the SageMaker Python SDK v2
 from sagemaker.debugger import TensorBoardOutputConfig  # noqa: E402
 from sagemaker.inputs import TrainingInput  # noqa: E402
 from sagemaker.pytorch import PyTorch  # noqa: E402
+from sagemaker.tuner import (  # noqa: E402
+    CategoricalParameter,
+    ContinuousParameter,
+    HyperparameterTuner,
+    IntegerParameter,
+    WarmStartConfig,
+    WarmStartTypes,
+)
 from stacks.source_bundle import pack_members  # noqa: E402
 from stacks.source_layout import bundle_members  # noqa: E402
 from training_trigger.request import build_training_job_request  # noqa: E402
+from training_trigger.tuning import ParameterRange, TuningJob  # noqa: E402
+from training_trigger.tuning_request import build_tuning_job_request  # noqa: E402
 
 from trigger.sample_inputs import job_spec, stack_settings  # noqa: E402
 
@@ -39,48 +51,104 @@ COMPARED_FIELDS = ("HyperParameters", "InputDataConfig", "ResourceConfig", "Outp
                    "CheckpointConfig", "VpcConfig", "RetryStrategy", "TensorBoardOutputConfig", "Environment")
 
 
+def _estimator(settings, spec, session, *, framework_version: str, source_dir: str | None = None,
+               dependencies: list[str] | None = None, code_location: str | None = None,
+               checkpoint_s3_uri: str | None = None) -> PyTorch:
+    """The `PyTorch` estimator a user would write for these settings and this job."""
+    distribution = {"none": None, "pytorchddp": {"pytorchddp": {"enabled": True}},
+                    "smdistributed": {"smdistributed": {"dataparallel": {"enabled": True}}},
+                    "torch_distributed": {"torch_distributed": {"enabled": True}}}[spec.distribution]
+    return PyTorch(
+        entry_point=spec.entry_point, source_dir=source_dir or settings.source_bundle_uri,
+        dependencies=dependencies, code_location=code_location, role=settings.role_arn,
+        framework_version=framework_version, py_version=settings.python_version,
+        instance_type=spec.instance_type, instance_count=spec.instance_count, distribution=distribution,
+        hyperparameters=dict(spec.hyperparameters), output_path=settings.output_s3_uri,
+        checkpoint_s3_uri=checkpoint_s3_uri,
+        checkpoint_local_path="/opt/ml/checkpoints" if checkpoint_s3_uri else None,
+        volume_size=settings.volume_size_gb, max_run=spec.max_runtime, input_mode=settings.input_mode,
+        use_spot_instances=spec.spot, max_wait=settings.max_wait_seconds if spec.spot else None,
+        subnets=list(settings.subnet_ids) or None, security_group_ids=list(settings.security_group_ids) or None,
+        volume_kms_key=settings.kms_key_arn, output_kms_key=settings.kms_key_arn,
+        enable_network_isolation=settings.enable_network_isolation,
+        encrypt_inter_container_traffic=settings.enable_inter_container_encryption,
+        max_retry_attempts=settings.job_retry_attempts or None,
+        keep_alive_period_in_seconds=settings.keep_alive_seconds or None,
+        metric_definitions=[dict(d) for d in settings.metric_definitions],
+        environment=dict(spec.environment) or None,
+        sagemaker_session=session, debugger_hook_config=False, disable_profiler=True,
+        tensorboard_output_config=TensorBoardOutputConfig(
+            s3_output_path=f"{settings.output_s3_uri}{spec.job_name}/tensorboard/",
+            container_local_output_path="/opt/ml/output/tensorboard") if spec.tensorboard else None,
+    )
+
+
+def _sdk_session(operation: str, response: dict[str, Any]) -> tuple[Any, Any, list[dict[str, Any]]]:
+    """A `sagemaker.Session` on a real client behind a Stubber that answers `operation` once, and the list the
+    request it sends is recorded in."""
+    boto_session = boto3.Session(region_name=REGION, aws_access_key_id="testing", aws_secret_access_key="testing")
+    client = boto_session.client("sagemaker")
+    sent: list[dict[str, Any]] = []
+    operation_name = client.meta.method_to_api_mapping[operation]
+    client.meta.events.register_first(f"before-parameter-build.sagemaker.{operation_name}",
+                                      lambda params, **_: sent.append(dict(params)))
+    stubber = Stubber(client)
+    stubber.add_response(operation, response)
+    session = sagemaker.Session(boto_session=boto_session, sagemaker_client=client, sagemaker_config=SDK_CONFIG)
+    return session, stubber, sent
+
+
+def _sdk_inputs(spec) -> dict[str, TrainingInput]:
+    return {name: TrainingInput(uri, distribution=spec.train_data_distribution if name == "train"
+                                else "FullyReplicated")
+            for name, uri in spec.channels.items()}
+
+
 def _sdk_request(settings, spec, *, framework_version: str, source_dir: str | None = None,
                  dependencies: list[str] | None = None, code_location: str | None = None) -> dict[str, Any]:
     """What `PyTorch(...).fit(...)` sends to CreateTrainingJob for these settings; a local `source_dir` is packed
     and uploaded by the SDK to `code_location` (an S3 endpoint the caller provides)."""
-    boto_session = boto3.Session(region_name=REGION, aws_access_key_id="testing", aws_secret_access_key="testing")
-    client = boto_session.client("sagemaker")
-    sent: list[dict[str, Any]] = []
-    client.meta.events.register_first("before-parameter-build.sagemaker.CreateTrainingJob",
-                                      lambda params, **_: sent.append(dict(params)))
-    distribution = {"none": None, "pytorchddp": {"pytorchddp": {"enabled": True}},
-                    "smdistributed": {"smdistributed": {"dataparallel": {"enabled": True}}},
-                    "torch_distributed": {"torch_distributed": {"enabled": True}}}[spec.distribution]
-    with Stubber(client) as stubber:
-        stubber.add_response("create_training_job", {"TrainingJobArn": f"arn:aws:sagemaker:{REGION}:123456789012:"
-                                                                       f"training-job/{spec.job_name}"})
-        session = sagemaker.Session(boto_session=boto_session, sagemaker_client=client, sagemaker_config=SDK_CONFIG)
-        estimator = PyTorch(
-            entry_point=spec.entry_point, source_dir=source_dir or settings.source_bundle_uri,
-            dependencies=dependencies, code_location=code_location, role=settings.role_arn,
-            framework_version=framework_version, py_version=settings.python_version,
-            instance_type=spec.instance_type, instance_count=spec.instance_count, distribution=distribution,
-            hyperparameters=dict(spec.hyperparameters), output_path=settings.output_s3_uri,
-            checkpoint_s3_uri=f"{settings.checkpoint_s3_uri}{spec.job_name}/",
-            checkpoint_local_path="/opt/ml/checkpoints",
-            volume_size=settings.volume_size_gb, max_run=spec.max_runtime, input_mode=settings.input_mode,
-            use_spot_instances=spec.spot, max_wait=settings.max_wait_seconds if spec.spot else None,
-            subnets=list(settings.subnet_ids) or None, security_group_ids=list(settings.security_group_ids) or None,
-            volume_kms_key=settings.kms_key_arn, output_kms_key=settings.kms_key_arn,
-            enable_network_isolation=settings.enable_network_isolation,
-            encrypt_inter_container_traffic=settings.enable_inter_container_encryption,
-            max_retry_attempts=settings.job_retry_attempts or None,
-            keep_alive_period_in_seconds=settings.keep_alive_seconds or None,
-            metric_definitions=[dict(d) for d in settings.metric_definitions],
-            environment=dict(spec.environment) or None,
-            sagemaker_session=session, debugger_hook_config=False, disable_profiler=True,
-            tensorboard_output_config=TensorBoardOutputConfig(
-                s3_output_path=f"{settings.output_s3_uri}{spec.job_name}/tensorboard/",
-                container_local_output_path="/opt/ml/output/tensorboard") if spec.tensorboard else None,
-        )
-        estimator.fit({name: TrainingInput(uri, distribution=spec.train_data_distribution if name == "train"
-                                           else "FullyReplicated")
-                       for name, uri in spec.channels.items()}, wait=False, logs=False, job_name=spec.job_name)
+    session, stubber, sent = _sdk_session("create_training_job", {
+        "TrainingJobArn": f"arn:aws:sagemaker:{REGION}:123456789012:training-job/{spec.job_name}"})
+    with stubber:
+        estimator = _estimator(settings, spec, session, framework_version=framework_version, source_dir=source_dir,
+                               dependencies=dependencies, code_location=code_location,
+                               checkpoint_s3_uri=f"{settings.checkpoint_s3_uri}{spec.job_name}/")
+        estimator.fit(_sdk_inputs(spec), wait=False, logs=False, job_name=spec.job_name)
+    [request] = sent
+    return request
+
+
+def _sdk_tuner_kwargs(tuning) -> dict[str, Any]:
+    """`HyperparameterTuner(...)`'s arguments for a resolved tuning section."""
+    def sdk_range(found):
+        if found.type == "categorical":
+            return CategoricalParameter(list(found.values))
+        kind = ContinuousParameter if found.type == "continuous" else IntegerParameter
+        return kind(found.minimum, found.maximum, scaling_type=found.scaling)
+
+    warm_start = WarmStartConfig(WarmStartTypes(tuning.warm_start_type), parents=set(tuning.warm_start_parents)) \
+        if tuning.warm_start_parents else None
+    return {"objective_metric_name": tuning.objective_metric, "objective_type": tuning.objective_type,
+            "hyperparameter_ranges": {found.name: sdk_range(found) for found in tuning.ranges},
+            "strategy": tuning.strategy, "max_jobs": tuning.max_jobs, "max_parallel_jobs": tuning.max_parallel_jobs,
+            "early_stopping_type": tuning.early_stopping, "random_seed": tuning.random_seed,
+            "warm_start_config": warm_start}
+
+
+def _sdk_tuning_request(settings, spec, *, framework_version: str, checkpoint_s3_uri: str | None = None
+                        ) -> dict[str, Any]:
+    """What `HyperparameterTuner(PyTorch(...), ...).fit(...)` sends to CreateHyperParameterTuningJob."""
+    session, stubber, sent = _sdk_session("create_hyper_parameter_tuning_job", {
+        "HyperParameterTuningJobArn": f"arn:aws:sagemaker:{REGION}:123456789012:hyper-parameter-tuning-job/"
+                                      f"{spec.job_name}"})
+    with stubber:
+        estimator = _estimator(settings, spec, session, framework_version=framework_version,
+                               checkpoint_s3_uri=checkpoint_s3_uri)
+        tuner = HyperparameterTuner(estimator, metric_definitions=[dict(d) for d in settings.metric_definitions],
+                                    tags=[{"Key": key, "Value": value} for key, value in spec.tags.items()],
+                                    **_sdk_tuner_kwargs(spec.tuning))
+        tuner.fit(_sdk_inputs(spec), job_name=spec.job_name, wait=False)
     [request] = sent
     return request
 
@@ -189,3 +257,93 @@ def _archive_files(archive: bytes) -> dict[str, bytes]:
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         return {member.name: tar.extractfile(member).read() for member in tar.getmembers()
                 if member.isfile() and "__pycache__" not in member.name}
+
+
+RANKER_TUNING = TuningJob(
+    objective_metric="val_ndcg@10", objective_type="Maximize", strategy="Bayesian", max_jobs=4, max_parallel_jobs=2,
+    early_stopping="Off",
+    ranges=(ParameterRange("learning-rate", "continuous", 0.0001, 0.01, "Logarithmic"),
+            ParameterRange("epochs", "integer", 2, 8),
+            ParameterRange("loss", "categorical", values=("listwise", "pairwise"))))
+
+
+def _assert_same_tuning_request(ours: dict[str, Any], sdk: dict[str, Any]) -> None:
+    """Every field of the request and of its training definition equal, the SDK's one CheckpointConfig aside
+    (tuning_request.py says why the trigger sends none)."""
+    sdk_definition = {key: value for key, value in sdk["TrainingJobDefinition"].items() if key != "CheckpointConfig"}
+    assert ours["TrainingJobDefinition"] == sdk_definition
+    assert {key: value for key, value in ours.items() if key != "TrainingJobDefinition"} == \
+        {key: value for key, value in sdk.items() if key != "TrainingJobDefinition"}
+
+
+@pytest.mark.parametrize(
+    ("distribution", "framework_version", "python_version", "instance_type", "count"),
+    [
+        ("none", "2.2.0", "py310", "ml.g5.2xlarge", 1),
+        ("pytorchddp", "2.2.0", "py310", "ml.p4d.24xlarge", 2),
+        ("smdistributed", "2.2.0", "py310", "ml.p4de.24xlarge", 1),
+        ("torch_distributed", "2.8.0", "py312", "ml.g5.12xlarge", 2),
+    ],
+)
+def test_each_distribution_modes_tuning_request_matches_the_sdks_tuner(distribution, framework_version,
+                                                                       python_version, instance_type, count):
+    # Given a tuning job over a continuous (log), an integer and a categorical range, tuning `epochs`, which the
+    # job also sets statically
+    image = f"763104351884.dkr.ecr.{REGION}.amazonaws.com/pytorch-training:{framework_version}-gpu-{python_version}"
+    settings = stack_settings(framework_version=framework_version, python_version=python_version,
+                              TRAINING_IMAGE_URI=image)
+    spec = job_spec(job_name="ranker-web-sear-5d0c2e7f1a", distribution=distribution, instance_type=instance_type,
+                    instance_count=count, tuning=RANKER_TUNING)
+    # When `HyperparameterTuner(PyTorch(...), ...).fit(...)` and the trigger build the request
+    sdk = _sdk_tuning_request(settings, spec, framework_version=framework_version)
+    ours = build_tuning_job_request(spec, settings)
+    # Then they are equal field by field, the tuned `epochs` gone from the static hyperparameters
+    _assert_same_tuning_request(ours, sdk)
+    assert "epochs" not in ours["TrainingJobDefinition"]["StaticHyperParameters"]
+
+
+def test_production_options_and_a_warm_start_match_the_sdks_tuner():
+    # Given spot, VPC, KMS, isolation, encryption, retries, FastFile, an environment, a seed and a warm start
+    settings = stack_settings(use_spot=True, max_wait_seconds=172800, subnet_ids=["subnet-0a1b", "subnet-2c3d"],
+                              security_group_ids=["sg-0f1e"], KMS_KEY_ARN="arn:aws:kms:eu-west-1:123456789012:key/1a2b",
+                              enable_network_isolation=True, enable_inter_container_encryption=True,
+                              job_retry_attempts=3, input_mode="FastFile", keep_alive_seconds=0)
+    tuning = TuningJob(**{**RANKER_TUNING.__dict__, "strategy": "Random", "early_stopping": "Auto",
+                          "random_seed": 7, "warm_start_parents": ("ranker-web-sear-0a1b2c3d4e",),
+                          "warm_start_type": "TransferLearning"})
+    spec = job_spec(job_name="ranker-web-sear-5d0c2e7f1a", distribution="torch_distributed",
+                    instance_type="ml.p3.8xlarge", instance_count=2, spot=True, max_runtime=43200,
+                    environment={"NCCL_DEBUG": "INFO"}, train_data_distribution="ShardedByS3Key", tuning=tuning)
+    # When both build the request
+    sdk = _sdk_tuning_request(settings, spec, framework_version="2.2.0")
+    ours = build_tuning_job_request(spec, settings)
+    # Then they are equal field by field
+    _assert_same_tuning_request(ours, sdk)
+
+
+def test_the_sdks_tuner_sends_one_checkpoint_prefix_for_every_trial_which_the_trigger_leaves_out():
+    # Given an estimator with a checkpoint location, as a training job has one
+    settings, spec = stack_settings(), job_spec(job_name="ranker-web-sear-5d0c2e7f1a", tuning=RANKER_TUNING)
+    checkpoints = f"{settings.checkpoint_s3_uri}{spec.job_name}/"
+    # When the SDK's tuner and the trigger build the tuning request
+    sdk = _sdk_tuning_request(settings, spec, framework_version="2.2.0", checkpoint_s3_uri=checkpoints)
+    ours = build_tuning_job_request(spec, settings)
+    # Then the SDK sends that one prefix in the definition all trials share (each trial would resume the snapshot
+    # another left there), and the trigger sends none, so each trial trains from its own start
+    assert sdk["TrainingJobDefinition"]["CheckpointConfig"] == {"S3Uri": checkpoints,
+                                                                "LocalPath": "/opt/ml/checkpoints"}
+    assert "CheckpointConfig" not in ours["TrainingJobDefinition"]
+    _assert_same_tuning_request(ours, sdk)
+
+
+def test_a_grid_search_matches_the_sdks_tuner():
+    # Given a Grid search over two categorical ranges, with as many trials as combinations (the trigger's default
+    # for Grid; the SDK's tuner needs max_jobs given: without it, it sends None, which botocore refuses)
+    tuning = TuningJob(objective_metric="val_ndcg@10", objective_type="Maximize", strategy="Grid", max_jobs=4,
+                       max_parallel_jobs=2, early_stopping="Off",
+                       ranges=(ParameterRange("loss", "categorical", values=("listwise", "pairwise")),
+                               ParameterRange("batch-size", "categorical", values=(256, 512))))
+    settings, spec = stack_settings(), job_spec(job_name="ranker-web-sear-5d0c2e7f1a", tuning=tuning)
+    # When both build the request / Then they are equal field by field (values JSON-encoded, numbers too)
+    _assert_same_tuning_request(build_tuning_job_request(spec, settings),
+                                _sdk_tuning_request(settings, spec, framework_version="2.2.0"))

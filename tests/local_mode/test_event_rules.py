@@ -1,0 +1,37 @@
+"""Local EventBridge matching, on the pattern features the stacks write (EventBridge's documented semantics)."""
+
+from __future__ import annotations
+
+import pytest
+
+from local_mode.event_rules import matches
+
+EVENT = {"source": "aws.sagemaker", "detail-type": "SageMaker HyperParameter Tuning Job State Change",
+         "resources": ["arn:one", "arn:two"],
+         "detail": {"HyperParameterTuningJobName": "ranker-tune-1", "HyperParameterTuningJobStatus": "Completed",
+                    "BestTrainingJob": {"TrainingJobName": "ranker-tune-1-001-0a1b2c3d"}}}
+
+
+@pytest.mark.parametrize(("pattern", "matched"), [
+    ({"source": ["aws.sagemaker"]}, True),
+    ({"source": ["aws.s3", "aws.sagemaker"]}, True),
+    ({"source": ["aws.s3"]}, False),
+    ({"detail": {"HyperParameterTuningJobName": [{"prefix": "ranker-"}]}}, True),
+    ({"detail": {"HyperParameterTuningJobName": [{"prefix": "other-"}]}}, False),
+    ({"detail": {"HyperParameterTuningJobStatus": ["Completed"], "BestTrainingJob": {"TrainingJobName": [
+        {"prefix": "ranker-tune-1-"}]}}}, True),
+    ({"detail": {"TrainingJobStatus": ["Completed"]}}, False),  # a field the event lacks never matches a value
+    ({"detail": {"FailureReason": [{"exists": False}]}}, True),
+    ({"detail": {"BestTrainingJob": [{"exists": True}]}}, True),
+    ({"detail": {"HyperParameterTuningJobStatus": [{"anything-but": ["Failed", "Stopped"]}]}}, True),
+    ({"detail": {"HyperParameterTuningJobStatus": [{"anything-but": "Completed"}]}}, False),
+    ({"resources": ["arn:two"]}, True),  # a list value matches when any element does
+    ({"detail": ["Completed"]}, False),
+])
+def test_an_event_matches_a_pattern_as_eventbridge_matches_it(pattern, matched):
+    assert matches(pattern, EVENT) is matched
+
+
+def test_a_pattern_feature_local_mode_does_not_know_is_refused_naming_where_to_add_it():
+    with pytest.raises(ValueError, match="numeric.*local_mode/event_rules.py"):
+        matches({"detail": {"HyperParameterTuningJobStatus": [{"numeric": [">", 0]}]}}, EVENT)

@@ -1,0 +1,279 @@
+"""Tuning jobs through the trigger, end to end with botocore Stubbers: a `tuning` section in a manifest or a manual
+payload becomes one CreateHyperParameterTuningJob, checked before any call (dry runs included).
+
+The SageMaker Stubber validates every request against the service model and fails on any call not queued: that is
+how "refused before any call" is proven.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from training_trigger.tuning import parse_tuning_section
+
+from trigger.sample_inputs import load_event, write_stack_settings
+from trigger.test_handler import (  # noqa: F401 (stack_environment: the handler tests' autouse settings fixture)
+    MARKER_ETAG,
+    _expect_rejection_notice,
+    _invoke,
+    _manifest_version,
+    _version_listing,
+    stack_environment,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
+
+RANKER_TUNING = {"max_jobs": 4, "max_parallel_jobs": 2,
+                 "ranges": {"learning-rate": {"type": "continuous", "min": 0.0001, "max": 0.01,
+                                              "scaling": "Logarithmic"},
+                            "epochs": {"type": "integer", "min": 2, "max": 8}}}
+TUNING_ARN = "arn:aws:sagemaker:eu-west-1:123456789012:hyper-parameter-tuning-job/ranker-x"
+
+
+def _dry_run(s3_stub, tuning, **payload_changes):
+    payload = {**load_event("manual_dataset.json"), "tuning": tuning, **payload_changes}
+    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+    return _invoke(payload)
+
+
+def test_a_manifest_tuning_section_starts_one_tuning_job_and_a_redelivery_none(s3_stub, sagemaker_stub, capsys):
+    # Given the issue's manifest: the ranker's learning-rate (log) and epochs (integer), 4 trials, 2 at a time
+    event = load_event("s3_notification_put.json")
+    sent = []
+    sagemaker_stub.client.meta.events.register_first(
+        "before-parameter-build.sagemaker.CreateHyperParameterTuningJob", lambda params, **_: sent.append(params))
+    for _ in range(2):
+        _manifest_version(s3_stub, {"tuning": RANKER_TUNING})
+    sagemaker_stub.add_response("create_hyper_parameter_tuning_job", {"HyperParameterTuningJobArn": TUNING_ARN})
+    sagemaker_stub.add_client_error("create_hyper_parameter_tuning_job", service_error_code="ResourceInUse",
+                                    service_message="Tuning job names must be unique within an account and region")
+    # When its marker event arrives twice
+    first, second = _invoke(event), _invoke(event)
+    # Then one tuning job starts, under one name of at most 32 characters; the second is a duplicate
+    assert (first["status"], second["status"]) == ("started", "duplicate")
+    assert first["job_name"] == second["job_name"] and len(first["job_name"]) <= 32
+    assert first["job_name"].startswith("ranker-web-sear-")  # the dataset cut to the room 32 characters leave
+    assert first["job_kind"] == "tuning"
+    # And the request optimises the ranker's own objective over the two ranges, with the trial's tags
+    config = sent[0]["HyperParameterTuningJobConfig"]
+    assert config["HyperParameterTuningJobObjective"] == {"Type": "Maximize", "MetricName": "val_ndcg@10"}
+    assert config["ResourceLimits"] == {"MaxNumberOfTrainingJobs": 4, "MaxParallelTrainingJobs": 2}
+    assert config["ParameterRanges"]["IntegerParameterRanges"] == [
+        {"Name": "epochs", "MinValue": "2", "MaxValue": "8", "ScalingType": "Auto"}]
+    static = sent[0]["TrainingJobDefinition"]["StaticHyperParameters"]
+    assert "epochs" not in static and "learning-rate" not in static and static["loss"] == '"listwise"'
+    assert {tag["Key"] for tag in sent[0]["Tags"]} >= {"dataset", "dataset-version", "trigger-source"}
+    assert '"DuplicateEvents"' in capsys.readouterr().out
+
+
+def test_a_manual_dry_run_returns_the_checked_tuning_request(s3_stub, sagemaker_stub):
+    # Given the documented manual payload with a tuning section (the Stubber has nothing queued)
+    result = _dry_run(s3_stub, RANKER_TUNING)
+    # Then the request is returned and nothing starts
+    assert result["status"] == "dry_run", result
+    assert result["request"]["HyperParameterTuningJobName"] == result["job_name"]
+    assert result["request"]["TrainingJobDefinition"]["HyperParameterTuningResourceConfig"]["InstanceCount"] == 2
+
+
+@pytest.mark.parametrize(("ranges", "message"), [
+    ({"dropout": {"type": "continuous", "min": 0.1, "max": 1.5}},
+     "tuning.ranges.dropout.max=1.5 is refused by --dropout: use a number >= 0 and < 1"),
+    ({"learning-rate": {"type": "continuous", "min": 0, "max": 0.1}},
+     "tuning.ranges.learning-rate.min=0 is refused by --learning-rate: use a number > 0"),
+    ({"epochs": {"type": "continuous", "min": 1, "max": 4}},
+     "tuning.ranges.epochs: --epochs takes whole numbers, and a continuous range gives fractions"),
+    ({"loss": {"type": "categorical", "values": ["listwise", "lambdarank"]}},
+     "tuning.ranges.loss.values='lambdarank' is refused by --loss: use one of pairwise"),
+    ({"epoch": {"type": "integer", "min": 1, "max": 4}},
+     "tuning.ranges.epoch is not a flag of the training scripts: did you mean ['epochs'"),
+    ({"learning-rate": {"type": "continuous", "min": 0.01, "max": 0.001}},
+     "tuning.ranges.learning-rate: min=0.01 is not below max=0.001"),
+    ({"weight-decay": {"type": "continuous", "min": 0, "max": 0.1, "scaling": "Logarithmic"}},
+     "scaling 'Logarithmic' needs min > 0, not min=0"),
+])
+def test_a_range_the_scripts_or_sagemaker_refuse_is_refused_in_dry_run(ranges, message, s3_stub, sns_stub,
+                                                                       sagemaker_stub):
+    _expect_rejection_notice(sns_stub)
+    result = _dry_run(s3_stub, {"ranges": ranges})
+    assert result["status"] == "rejected"
+    assert any(message in error for error in result["errors"]), result["errors"]
+
+
+@pytest.mark.parametrize(("tuning", "message"), [
+    ({**RANKER_TUNING, "objective_metric": "val_map", "objective_type": "Maximize"},
+     "tuning.objective_metric='val_map' is not one of the jobs' metric definitions"),
+    ({**RANKER_TUNING, "max_jobs": 400},
+     "tuning.max_jobs=400 x instance_count=2 x max_runtime=7200 s may use 1600 instance-hours, over the "
+     "pipeline's ceiling max_tuning_instance_hours=960: ask for at most 240 jobs"),
+    ({**RANKER_TUNING, "max_parallel_jobs": 5}, "tuning.max_parallel_jobs=5 exceeds max_jobs=4"),
+    ({**RANKER_TUNING, "strategy": "Hyperband", "early_stopping": "Auto"},
+     "early_stopping='Auto' with strategy 'Hyperband'"),
+    ({**RANKER_TUNING, "strategy": "Grid"}, "strategy='Grid' searches categorical ranges only"),
+    ({"ranges": {f"flag{index}": {"type": "integer", "min": 1, "max": 2} for index in range(31)}},
+     "tuning.ranges: 31 ranges exceed SageMaker's 30 per tuning job"),
+    ({**RANKER_TUNING, "warm_start": {"parents": ["ranker-other-data-0123456789"]}},
+     "'ranker-other-data-0123456789' is not a tuning job of this dataset"),
+])
+def test_tuning_rules_are_checked_in_dry_run_before_any_call(tuning, message, s3_stub, sns_stub, sagemaker_stub):
+    _expect_rejection_notice(sns_stub)
+    result = _dry_run(s3_stub, tuning)
+    assert result["status"] == "rejected"
+    assert any(message in error for error in result["errors"]), result["errors"]
+
+
+def test_a_manual_tuning_job_name_over_32_characters_is_refused(s3_stub, sns_stub, sagemaker_stub):
+    _expect_rejection_notice(sns_stub)
+    result = _dry_run(s3_stub, RANKER_TUNING, job_name="ranker-web-search-tuning-of-november")
+    assert result["status"] == "rejected"
+    assert any("is not a valid hyper parameter tuning job name: at most 32" in error for error in result["errors"])
+
+
+def test_a_grid_search_runs_every_combination_by_default(s3_stub, sagemaker_stub):
+    tuning = {"strategy": "Grid", "ranges": {"loss": {"type": "categorical", "values": ["listwise", "pairwise"]},
+                                             "batch-size": {"type": "categorical", "values": [256, 512, 1024]}}}
+    result = _dry_run(s3_stub, tuning)
+    assert result["status"] == "dry_run", result
+    config = result["request"]["HyperParameterTuningJobConfig"]
+    assert config["ResourceLimits"]["MaxNumberOfTrainingJobs"] == 6
+    assert config["ParameterRanges"]["CategoricalParameterRanges"][1] == {"Name": "batch-size",
+                                                                          "Values": ['"256"', '"512"', '"1024"']}
+
+
+def test_a_foreign_script_needs_its_own_objective_among_its_metric_definitions(s3_stub, sns_stub, sagemaker_stub,
+                                                                               monkeypatch, tmp_path):
+    # Given a stack on a user's own script with its own metric, and a tuning section without an objective
+    from training_trigger.settings import load_settings
+
+    environ = write_stack_settings(
+        tmp_path, bundle_files=["train.py"], default_entry_point="train.py", checked_entry_points=[],
+        training_flags={}, default_hyperparameters={}, default_tuning_objective={},
+        metric_definitions=[{"Name": "val_auc", "Regex": "val_auc=([0-9.]+)"}])
+    monkeypatch.setenv("STATIC_SETTINGS_FILE", environ["STATIC_SETTINGS_FILE"])
+    load_settings.cache_clear()
+    base = {"dataset": "web search", "version": "2026-11-01", "distribution": "none",
+            "instance_type": "ml.g5.2xlarge", "dry_run": True}
+    ranges = {"lr": {"type": "continuous", "min": 1e-5, "max": 1e-2, "scaling": "Logarithmic"}}
+    _expect_rejection_notice(sns_stub)
+    for _ in range(2):
+        _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+    # When it is invoked without, then with, its objective
+    missing = _invoke({**base, "tuning": {"ranges": ranges}})
+    named = _invoke({**base, "tuning": {"ranges": ranges, "objective_metric": "val_auc",
+                                        "objective_type": "Maximize"}})
+    # Then the first is refused naming the field, the second is built (any flag name: the script is not checked)
+    assert missing["status"] == "rejected"
+    assert missing["errors"][0].startswith("tuning.objective_metric is missing: entry_point='train.py'")
+    assert named["status"] == "dry_run", named
+    assert json.loads(named["request"]["TrainingJobDefinition"]["StaticHyperParameters"]["sagemaker_program"]) == \
+        "train.py"
+
+
+def test_an_unknown_tuning_field_is_refused_naming_the_fields(sns_stub, sagemaker_stub):
+    _expect_rejection_notice(sns_stub)
+    result = _invoke({**load_event("manual_dataset.json"), "tuning": {"max_trials": 4}})
+    assert result["status"] == "rejected"
+    assert result["errors"][0].startswith("payload.tuning.max_trials is not a tuning field: use one of "
+                                          "['objective_metric',")
+
+
+TUNING_PAGE = Path(__file__).resolve().parents[3] / "docs" / "tuning.md"
+
+
+def _page_json_blocks() -> list[dict]:
+    """The page's manifest (a ```json block) and its payload (`--payload '...'`), as written."""
+    page = TUNING_PAGE.read_text()
+    return [json.loads(block) for block in re.findall(r"```json\n(.*?)```", page, flags=re.DOTALL)] + \
+        [json.loads(block) for block in re.findall(r"--payload '(.*?)'", page, flags=re.DOTALL)]
+
+
+def test_the_pages_ranker_manifest_starts_the_tuning_job_it_describes(s3_stub, sagemaker_stub):
+    # Given the manifest exactly as docs/tuning.md shows it
+    [manifest, _] = _page_json_blocks()
+    sent = []
+    sagemaker_stub.client.meta.events.register_first(
+        "before-parameter-build.sagemaker.CreateHyperParameterTuningJob", lambda params, **_: sent.append(params))
+    _manifest_version(s3_stub, manifest)
+    sagemaker_stub.add_response("create_hyper_parameter_tuning_job", {"HyperParameterTuningJobArn": TUNING_ARN})
+    # When its marker event arrives
+    assert _invoke(load_event("s3_notification_put.json"))["status"] == "started"
+    # Then 4 trials, 2 at a time, maximise val_ndcg@10 on the manifest's instance
+    config = sent[0]["HyperParameterTuningJobConfig"]
+    assert (config["ResourceLimits"], config["HyperParameterTuningJobObjective"]) == (
+        {"MaxNumberOfTrainingJobs": 4, "MaxParallelTrainingJobs": 2}, {"Type": "Maximize", "MetricName": "val_ndcg@10"})
+    assert sent[0]["TrainingJobDefinition"]["HyperParameterTuningResourceConfig"]["InstanceType"] == "ml.g5.2xlarge"
+
+
+def test_the_pages_own_script_payload_runs_as_written_in_dry_run(s3_stub, sagemaker_stub, monkeypatch, tmp_path):
+    # Given the stack the page deploys for a script of one's own, and its payload exactly as written
+    from training_trigger.settings import load_settings
+
+    environ = write_stack_settings(
+        tmp_path, bundle_files=["train.py"], default_entry_point="train.py", checked_entry_points=[],
+        training_flags={}, default_hyperparameters={}, default_tuning_objective={},
+        metric_definitions=[{"Name": "val_loss", "Regex": "val_loss=([0-9.eE+-]+)"}])
+    monkeypatch.setenv("STATIC_SETTINGS_FILE", environ["STATIC_SETTINGS_FILE"])
+    load_settings.cache_clear()
+    [_, payload] = _page_json_blocks()
+    # (the dataset's one complete version)
+    version = "datasets/web-search/2026-11-01/"
+    s3_stub.add_response("list_objects_v2", {"CommonPrefixes": [{"Prefix": version}]}, None)
+    s3_stub.add_response("list_objects_v2", {
+        "Contents": [{"Key": f"{version}_SUCCESS", "ETag": f'"{MARKER_ETAG}"', "Size": 0,
+                      "LastModified": dt.datetime(2026, 11, 1, 6, 12, tzinfo=dt.timezone.utc)}],
+        "CommonPrefixes": [{"Prefix": f"{version}train/"}]}, None)
+    # When it is invoked
+    result = _invoke(payload)
+    # Then the checked request is returned, Random search minimising val_loss over the two ranges
+    assert result["status"] == "dry_run", result
+    config = result["request"]["HyperParameterTuningJobConfig"]
+    assert (config["Strategy"], config["RandomSeed"], config["HyperParameterTuningJobObjective"]) == (
+        "Random", 7, {"Type": "Minimize", "MetricName": "val_loss"})
+    assert config["ParameterRanges"]["CategoricalParameterRanges"] == [
+        {"Name": "optimizer", "Values": ['"sgd"', '"adam"']}]
+
+
+def test_a_payloads_section_goes_over_the_manifests_field_by_field():
+    # Given a manifest's section and a payload's that names only the strategy and new ranges
+    manifest = parse_tuning_section({**RANKER_TUNING, "early_stopping": "Auto"}, "manifest.json tuning")
+    payload = parse_tuning_section({"strategy": "Random", "ranges": {"dropout": {"type": "continuous", "min": 0,
+                                                                                 "max": 0.5}}}, "payload.tuning")
+    # When the payload's goes over the manifest's
+    merged = manifest.then(payload)
+    # Then the payload's fields win, whole ranges included, and the manifest's others stay
+    assert (merged.strategy, merged.max_jobs, merged.early_stopping) == ("Random", 4, "Auto")
+    assert [found.name for found in merged.ranges] == ["dropout"]
+
+
+@pytest.mark.parametrize("misspelt", ["tunning", "Tuning", "search"])
+def test_a_misspelt_manifest_tuning_key_is_refused_instead_of_a_training_job(misspelt, s3_stub, sns_stub,
+                                                                             sagemaker_stub):
+    # Given a manifest.json whose tuning section sits under another key (a typo, or a guess holding its fields)
+    _manifest_version(s3_stub, {"created_by": "ltr-export nightly", misspelt: RANKER_TUNING})
+    _expect_rejection_notice(sns_stub)
+    # When its marker event arrives
+    result = _invoke(load_event("s3_notification_put.json"))
+    # Then nothing starts (not even a plain training job), and the key is named with the section it was meant as
+    assert result["status"] == "rejected"
+    assert result["errors"] == [f"s3://ranker-data-example/datasets/web search/2026-11-01/manifest.json {misspelt} "
+                                f"looks like a misspelt 'tuning': tuning settings go under 'tuning'; rename it, or "
+                                f"give free metadata a name unlike it"]
+
+
+def test_the_stacks_defaults_bend_to_what_the_section_asks(s3_stub, sagemaker_stub, monkeypatch, tmp_path):
+    # Given a stack whose defaults are 3 parallel trials and early stopping Auto
+    from training_trigger.settings import load_settings
+
+    environ = write_stack_settings(tmp_path, tuning_max_parallel_jobs=3, tuning_early_stopping="Auto")
+    monkeypatch.setenv("STATIC_SETTINGS_FILE", environ["STATIC_SETTINGS_FILE"])
+    load_settings.cache_clear()
+    # When a section asks for 2 trials of a Hyperband search, naming neither default
+    result = _dry_run(s3_stub, {"strategy": "Hyperband", "max_jobs": 2, "ranges": RANKER_TUNING["ranges"]})
+    # Then it runs its 2 trials at once, without early stopping, which Hyperband does not allow
+    assert result["status"] == "dry_run", result
+    config = result["request"]["HyperParameterTuningJobConfig"]
+    assert (config["ResourceLimits"]["MaxParallelTrainingJobs"], config["TrainingJobEarlyStoppingType"]) == (2, "Off")
