@@ -2,7 +2,7 @@
 loader, text-to-shard conversion and the streaming loader, against what the GPU trainers consume.
 
     python -m benchmarks.data_pipeline [--queries 2000] [--docs-per-query 100] [--features 136] [--repeats 1]
-        [--job-repeats 3] [--import-repeats 5] [--import-baseline GIT_REF]
+        [--job-repeats 3] [--import-repeats 5] [--import-baseline GIT_REF] [--job-baseline GIT_REF]
 
 Writes a synthetic LETOR text file (a `qid:` column and 4-decimal values, about 1.4 KB a document as in MSLR-WEB;
 the default is about 275 MB), then times these stages, each the median of `--repeats` runs (the text stages with the
@@ -13,7 +13,8 @@ file in the page cache, as it is right after the write; the others after an unti
            Lightning's own, and the heavy modules each import loads; with `--import-baseline REF`, also the entry
            points of that git revision (`git archive REF training_code`), measured in the same run
   job      `python train_ddp.py --train FILE --max-steps 1` from launch to exit, `--job-repeats` consecutive runs,
-           each beside scikit-learn's loader alone timed just before it on the same file
+           each beside scikit-learn's loader alone timed just before it on the same file, with the phases each run
+           logged (ranker.training.timeline); with `--job-baseline REF`, each round also runs that git revision's job
   convert  ranker.data.convert's command, text in to binary shards out (parse + write)
   stream   ranker.data.streaming.StreamingBatches over those shards, in the trainer's batch shape (256 queries)
   fill     the loader threads' work alone (one thread, then the default number at once): what a GPU rank's loader
@@ -56,6 +57,7 @@ from ranker.data import synthetic
 from ranker.data.batches import epoch_permutation
 from ranker.data.letor_parser import available_cores
 from ranker.data.streaming import StreamingBatches
+from ranker.training import timeline
 
 JOB_TARGET = 0.6  # the whole job, at most this share of scikit-learn's loader alone on the same file
 ENTRY_POINTS = ("train_ddp.py", "train_lightning.py")
@@ -125,30 +127,36 @@ class JobTiming:
     """scikit-learn's loader alone on the same file, timed just before the job."""
     seconds: float
     ingest_seconds: float
+    phases: dict[str, float]
+    """The job's `timeline:` marks: seconds from its process start to each phase (ranker.training.timeline)."""
+    code: str = "this tree"
 
     @property
     def ratio(self) -> float:
         return self.seconds / self.loader_seconds
 
 
-def measure_job(text: Path, work: Path, repeats: int) -> list[JobTiming]:
+def measure_job(text: Path, work: Path, repeats: int, trees: Sequence[tuple[str, Path]]) -> list[JobTiming]:
     """The shipped native entry point as a job runs it (a fresh interpreter, shipped defaults), one step, `repeats`
-    consecutive times, each beside the loader alone timed just before it (the machine's load moves both alike)."""
+    consecutive rounds of one run per `(code, training_code folder)` in `trees`, each run beside the loader alone
+    timed just before it (the machine's load moves both alike)."""
     command = [sys.executable, "train_ddp.py", "--train", str(text), "--max-steps", "1", "--model-dir",
                str(work / "model"), "--output-data-dir", str(work / "output"), "--checkpoint-dir",
                str(work / "checkpoints")]
     runs = []
     for _ in range(repeats):
-        loader_seconds = median_seconds(lambda: scikit_learn_loader(text), 1, warm_up=False)
-        started = time.perf_counter()
-        finished = subprocess.run(command, cwd=TRAINING_CODE, capture_output=True, text=True, check=False)
-        seconds = time.perf_counter() - started
-        if finished.returncode:
-            raise RuntimeError(f"the job failed ({finished.returncode}): {finished.stderr[-2000:]}")
-        ingests = ingest_seconds(finished.stdout)
-        if not ingests:
-            raise RuntimeError(f"the job logged no `ingest:` line; its output ends:\n{finished.stdout[-2000:]}")
-        runs.append(JobTiming(loader_seconds, seconds, sum(ingests)))
+        for code, folder in trees:
+            loader_seconds = median_seconds(lambda: scikit_learn_loader(text), 1, warm_up=False)
+            started = time.perf_counter()
+            finished = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False)
+            seconds = time.perf_counter() - started
+            if finished.returncode:
+                raise RuntimeError(f"the job ({code}) failed ({finished.returncode}): {finished.stderr[-2000:]}")
+            ingests = ingest_seconds(finished.stdout)
+            if not ingests:
+                raise RuntimeError(f"the job ({code}) logged no `ingest:` line; its output ends:\n"
+                                   f"{finished.stdout[-2000:]}")
+            runs.append(JobTiming(loader_seconds, seconds, sum(ingests), timeline.read(finished.stdout), code))
     return runs
 
 
@@ -324,15 +332,37 @@ def verdict(one_thread: StageRate, loader: StageRate, threads: int, gpu_rates: d
 def job_table(jobs: list[JobTiming]) -> str:
     if not jobs:
         return "Not run (`--job-repeats 0`)."
-    rows = [[number, f"{job.loader_seconds:.2f}", f"{job.seconds:.2f}", f"{job.ratio:.2f}",
+    rows = [[number, job.code, f"{job.loader_seconds:.2f}", f"{job.seconds:.2f}", f"{job.ratio:.2f}",
              f"{job.ingest_seconds:.2f}", f"{job.seconds - job.ingest_seconds:.2f}"]
             for number, job in enumerate(jobs, 1)]
-    met = sum(job.ratio <= JOB_TARGET for job in jobs)
-    return (markdown_table(["run", "scikit-learn's loader alone, s", "the whole job, launch to exit, s",
+    ours = [job for job in jobs if job.code == "this tree"]
+    met = sum(job.ratio <= JOB_TARGET for job in ours)
+    return (markdown_table(["run", "code", "scikit-learn's loader alone, s", "the whole job, launch to exit, s",
                             "x the loader alone", "of which ingest (its `ingest:` lines), s",
                             "of which everything else (start-up, set-up, the step, evaluation, export), s"], rows)
-            + f"\n\nTarget: the whole job at most {JOB_TARGET}x of the loader alone in each run: met in {met} of "
-              f"{len(jobs)} consecutive runs.")
+            + f"\n\nTarget: the whole job (this tree) at most {JOB_TARGET}x of the loader alone in each run: met in "
+              f"{met} of {len(ours)} runs.")
+
+
+def phase_table(jobs: list[JobTiming]) -> str:
+    """Per phase: when each run reached it (seconds since its process started) and how long it took after the phase
+    before it; the exit is the launch-to-exit time the job table shows."""
+    if not jobs:
+        return ""
+    phases = [phase for phase in timeline.PHASES if any(phase in job.phases for job in jobs)]
+    rows = []
+    for index, phase in enumerate([*phases, "exit"]):
+        cells = []
+        for job in jobs:
+            if job.code != "this tree" and not job.phases:
+                cells.append("-")  # a revision that logs no timeline
+                continue
+            reached = job.seconds if phase == "exit" else job.phases.get(phase)
+            before = 0.0 if index == 0 else job.phases.get(phases[index - 1])
+            cells.append("-" if reached is None or before is None else f"{reached:.2f} (+{reached - before:.2f})")
+        rows.append([phase, *cells])
+    return markdown_table(["phase (seconds since the process started, then since the phase before)",
+                           *[f"run {number} ({job.code})" for number, job in enumerate(jobs, 1)]], rows)
 
 
 def import_table(timings: list[ImportTiming], repeats: int) -> str:
@@ -381,6 +411,12 @@ def render(stages: list[StageRate], jobs: list[JobTiming], imports: list[ImportT
         f"reads any data):\n\n{import_table(imports, args.import_repeats)}\n\n"
         f"The whole shipped job on that file, against the loader alone ({len(jobs)} consecutive runs, each a fresh "
         f"interpreter, shipped defaults, CPU):\n\n{job_table(jobs)}\n\n"
+        "Where each run's time went, from the `timeline:` lines it logged (ranker.training.timeline: `imported` is "
+        "the interpreter's start and the entry point's imports, `parsed` the channels read, `encoding fitted` the "
+        "model built and its input encoding fitted, `first step` the optimizer built and one step run, `evaluated` "
+        "the final validation, `model written` the weights, config, TorchScript file and metrics.json, `exported` "
+        "model.pt2, the handler and the plots, `exit` the process gone):\n\n"
+        f"{phase_table(jobs)}\n\n"
         f"What the GPU trainers consume ({gpu_machine or 'no GPU run recorded'}, from the `{GPU_SECTION}` section; "
         "each rank runs its own loader):\n\n"
         f"{comparison}\n\n{verdict(one_thread, loader, threads, gpu_rates)}\n"
@@ -403,6 +439,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="fresh interpreters per import timing (0 leaves the imports out)")
     parser.add_argument("--import-baseline", default=None, metavar="GIT_REF",
                         help="also time the entry points of this git revision, for a before/after in one run")
+    parser.add_argument("--job-baseline", default=None, metavar="GIT_REF",
+                        help="also run the whole job of this git revision, beside this tree's in each round")
     parser.add_argument("--stream-batches", type=int, default=40, help="batches the loader serves per timed run")
     parser.add_argument("--doc", type=Path, default=BENCHMARKS_DOC, help="Markdown file to write the section into")
     args = parser.parse_args(argv)
@@ -420,7 +458,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         imports = measure_imports(args.import_repeats, args.import_baseline, Path(work) / "baseline") \
             if args.import_repeats else []
         print("timing the whole job ...", flush=True)
-        jobs = measure_job(text, Path(work) / "job", args.job_repeats)
+        trees = ([(f"before (`{args.job_baseline}`)", revision_tree(args.job_baseline, Path(work) / "job-baseline"))]
+                 if args.job_baseline else []) + [("this tree", TRAINING_CODE)]
+        jobs = measure_job(text, Path(work) / "job", args.job_repeats, trees)
         loader = StreamingBatches(shard_dir, BATCH_QUERIES, rank=0, world_size=1, seed=0, device=torch.device("cpu"))
         stages += [measure_stream(loader, args.stream_batches, args.repeats),
                    measure_fill(loader, args.stream_batches, args.repeats, threads=1),

@@ -13,7 +13,7 @@ import torch
 from ranker.config import ModelConfig, TrainConfig, allowed_of
 from ranker.model import export
 from ranker.model.embedding import FeatureEmbedding
-from ranker.model.encoding import PiecewiseLinearEncoding
+from ranker.model.encoding import PiecewiseLinearEncoding, column_quantiles
 from ranker.model.losses import LOSSES, SHIFT_INVARIANT_LOSSES, graded_listwise_loss, pairwise_logistic_loss
 from ranker.model.mlp import RankingMLP
 
@@ -29,6 +29,23 @@ def test_each_feature_becomes_its_position_across_bins_between_its_own_training_
     # And the flag has one bin (0 to 1) holding its value; the constant feature encodes to nothing
     torch.testing.assert_close(encoded[:, 1], torch.tensor([[1, 0, 0, 0], [0, 0, 0, 0], [0.5, 0, 0, 0]]))
     assert encoded[:, 2].abs().sum() == 0
+
+
+@pytest.mark.parametrize("rows", [1, 2, 7, 33, 1000])
+@pytest.mark.parametrize("bins", [1, 4, 32])
+def test_the_bin_edges_are_numpys_quantiles_to_the_last_bit(rows, bins):
+    # Given float32 columns with ties (4 decimals, as LETOR text holds them), a flag and a constant, and the levels
+    # the encoding takes
+    generator = np.random.default_rng(rows * 100 + bins)
+    columns = np.round(generator.gamma(0.5, 2.0, size=(rows, 6)), 4).astype(np.float32)
+    columns[:, 1] = columns[:, 1] > 1
+    columns[:, 2] = 3.25
+    columns[:, 3] = -columns[:, 3]
+    levels = np.linspace(0, 1, bins + 1)
+    # When the encoding's quantiles are taken on several threads
+    quantiles = column_quantiles(columns, levels, threads=3)
+    # Then they are numpy's float64 quantiles exactly (the edges a model was fitted with before)
+    np.testing.assert_array_equal(quantiles, np.quantile(columns.astype(np.float64), levels, axis=0))
 
 
 def test_the_fitted_edges_are_state_of_the_model_and_load_into_a_fresh_one():

@@ -51,3 +51,37 @@ def test_padded_slots_never_take_a_rank():
     mask = torch.tensor([[True, True, False]])
     # When NDCG@1 is computed, Then it is that of the two real documents only
     assert ndcg_per_query(scores, labels, mask, 1).item() == pytest.approx(ndcg_score([[1, 0]], [[0.1, 0.9]], k=1))
+
+
+def test_evaluation_on_a_cpu_scores_every_query_once_whatever_its_threads_and_batches():
+    # Given a small ranking model and queries of 60 documents (so several batches of CPU_EVALUATION_DOCUMENTS)
+    from ranker.config import ModelConfig
+    from ranker.data.batches import DeviceQueries
+    from ranker.model.losses import pairwise_logistic_loss
+    from ranker.model.mlp import RankingMLP
+    from ranker.training import engine
+
+    torch.manual_seed(0)
+    rng = np.random.default_rng(3)
+    data = RankingData(rng.random((45 * 60, 5), dtype=np.float32), rng.integers(0, 5, 45 * 60).astype(np.float32),
+                       np.arange(0, 45 * 60 + 1, 60))
+    model = RankingMLP(ModelConfig(num_features=5, width=8, num_layers=2, bins=4, embedding_width=3,
+                                   embedding_layers=2))
+    model.encoding.fit(data.features)
+    queries = DeviceQueries.from_data(data, torch.device("cpu"))
+    threads = torch.get_num_threads()
+    # When engine.evaluate scores them on 3 threads, and the model scores all of them in one call
+    torch.set_num_threads(3)
+    try:
+        totals = engine.evaluate(model, queries, 0, 1, pairwise_logistic_loss).tolist()
+    finally:
+        torch.set_num_threads(threads)
+    with torch.no_grad():
+        scores = model.eval()(queries.features)
+    # Then the totals are those of every query once, and the caller's thread count is back
+    assert torch.get_num_threads() == threads
+    expected = [ndcg_per_query(scores, queries.labels, queries.mask, k).sum().item() for k in NDCG_CUTOFFS]
+    assert totals[:4] == pytest.approx(expected, rel=1e-5) and totals[4] == 45
+    # (the loss is a per-query mean: the totals hold it times the queries)
+    assert totals[5] == pytest.approx(45 * pairwise_logistic_loss(scores, queries.labels, queries.mask).item(),
+                                      rel=1e-4)

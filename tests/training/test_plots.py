@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ranker.training.plots import curves, plot_curves
+import pytest
+from ranker.training.plots import curves, plot_curves, start_plotting
 
 # What a run's history holds (ranker.native.bookkeeping): training lines every few steps, validation at epoch ends;
 # the final evaluation goes to metrics.json, not to the history.
@@ -37,3 +38,21 @@ def test_both_figures_are_written(tmp_path):
     written = plot_curves(HISTORY, tmp_path, FINAL)
     assert [path.name for path in written] == ["loss.png", "ndcg.png"]
     assert all(path.read_bytes().startswith(b"\x89PNG") for path in written)
+
+
+def test_a_child_process_draws_the_same_figures_while_the_caller_goes_on(tmp_path):
+    # When the figures are drawn in a child process, and waited for
+    plotting = start_plotting(HISTORY, tmp_path, FINAL)
+    plotting.wait()
+    # Then both files are there, as plot_curves writes them
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["loss.png", "ndcg.png"]
+    assert all((tmp_path / name).read_bytes().startswith(b"\x89PNG") for name in ("loss.png", "ndcg.png"))
+
+
+def test_a_child_that_fails_says_so(tmp_path):
+    # Given a folder the child cannot create (a file is in the way)
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    # Then waiting for it raises, naming what failed
+    with pytest.raises(RuntimeError, match="drawing the loss and NDCG curves failed"):
+        start_plotting(HISTORY, blocked / "plots", FINAL).wait()

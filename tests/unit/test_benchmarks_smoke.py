@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from benchmarks import data_pipeline, gpu_scaling, timing
+from ranker.training import timeline
 from benchmarks.baselines.common import dense_mlp
 from benchmarks.gpu_scaling import Layout, analyse, launch_commands, model_runs
 from benchmarks.models import PLAIN_MLP, SHIPPED_MODEL, benchmark_model, training_flops_per_sample
@@ -264,7 +265,7 @@ def test_data_pipeline_at_a_tiny_size_writes_its_section_and_says_the_gpu_figure
     # and leaves the other section alone
     section = _section(doc, "data-pipeline")
     stage_rows = [line for line in section.splitlines()
-                  if line.startswith(("| parse", "| convert", "| stream", "| fill"))]
+                  if line.startswith(("| parse:", "| convert:", "| stream:", "| fill:"))]
     # parse with scikit-learn, with one worker process and with ranker's reader, convert, stream, fill with one
     # thread and with the default threads
     assert len(stage_rows) == 7
@@ -273,12 +274,19 @@ def test_data_pipeline_at_a_tiny_size_writes_its_section_and_says_the_gpu_figure
     # loader alone, ingest a part of its time, and the target counted over both runs
     job_rows = [line.split("|") for line in section.splitlines() if line.startswith(("| 1 |", "| 2 |"))]
     assert len(job_rows) == 2
-    for _, run, loader, job, ratio, ingest, rest, _ in job_rows:
+    for _, run, code, loader, job, ratio, ingest, rest, _ in job_rows:
+        assert code.strip() == "this tree"
         # (the table rounds the seconds to 0.01 s: the ratio lies between the bounds those roundings leave)
         assert float(job) / (float(loader) + 0.005) - 0.01 <= float(ratio) <= \
             float(job) / max(float(loader) - 0.005, 1e-3) + 0.01
         assert 0 <= float(ingest) < float(job)
-    assert re.search(r"met in [012] of 2 consecutive runs", section)
+    assert re.search(r"met in [012] of 2 runs", section)
+    # and each run's phases, from process start to the model on disk, in the order the job reaches them
+    phase_rows = {line.split("|")[1].strip(): line.split("|")[2:4] for line in section.splitlines()
+                  if line.startswith("| ") and "(+" in line}
+    assert list(phase_rows) == [*timeline.PHASES, "exit"]
+    reached = [float(cells[0].split("(")[0]) for cells in phase_rows.values()]
+    assert reached == sorted(reached) and reached[-1] == pytest.approx(float(job_rows[0][4]), abs=0.01)
     # and both entry points' imports were timed, before (the baseline revision) and in this tree, beside torch's
     import_rows = {(line.split("|")[1].strip(), line.split("|")[2].strip()): line.split("|")
                    for line in section.splitlines() if line.startswith(("| train_", "| `import"))}

@@ -10,6 +10,8 @@ encodes exactly as training did.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import torch
 from torch import nn
@@ -47,7 +49,7 @@ class PiecewiseLinearEncoding(nn.Module):
             features = features[np.sort(np.random.default_rng(seed).choice(len(features), FIT_ROWS, replace=False))]
         levels = np.linspace(0, 1, self.bins + 1)
         lower, inverse = np.zeros(self.lower_edges.shape), np.zeros(self.lower_edges.shape)
-        for column, quantiles in enumerate(np.quantile(features.astype(np.float64), levels, axis=0).T):
+        for column, quantiles in enumerate(column_quantiles(features, levels, torch.get_num_threads()).T):
             edges = np.unique(quantiles)
             widths = np.diff(edges)
             lower[column, :len(widths)] = edges[:-1]
@@ -64,3 +66,30 @@ class PiecewiseLinearEncoding(nn.Module):
         repeated = features.repeat_interleave(self.bins, dim=-1)
         position = (repeated - self.lower_edges.flatten()) * self.inverse_widths.flatten()
         return position.clamp(0, 1)
+
+
+def column_quantiles(rows: np.ndarray, levels: np.ndarray, threads: int = 1) -> np.ndarray:
+    """`np.quantile(rows.astype(np.float64), levels, axis=0)` (numpy's default, linear interpolation) for finite
+    `rows`, the same numbers in a fraction of the time: each column's order statistics by a partial sort of its own
+    values (a float32 value is exact in float64, so they are the same order statistics) on `threads` threads, then
+    numpy's interpolation between them, in float64, as numpy's `_lerp` writes it."""
+    count = len(rows)
+    virtual = (count - 1) * levels
+    below = np.floor(virtual).astype(np.intp)
+    above = np.minimum(below + 1, count - 1)
+    weight = virtual - below
+    columns = np.ascontiguousarray(rows.T)  # a copy, each column contiguous, partitioned in place
+    needed = np.unique(np.concatenate([below, above]))
+
+    def partition(part: np.ndarray) -> None:
+        part.partition(needed, axis=1)  # numpy releases the interpreter lock while it sorts
+
+    parts = [part for part in np.array_split(columns, max(1, threads)) if len(part)]
+    with ThreadPoolExecutor(len(parts)) as pool:
+        list(pool.map(partition, parts))
+    lower, upper = columns[:, below].T.astype(np.float64), columns[:, above].T.astype(np.float64)
+    difference = upper - lower
+    quantiles = lower + difference * weight[:, None]
+    np.subtract(upper, difference * (1 - weight[:, None]), out=quantiles,
+                where=np.broadcast_to(weight[:, None] >= 0.5, quantiles.shape))
+    return quantiles

@@ -13,7 +13,7 @@ from sagemaker_distributed.spot import StopSignal
 
 from ranker.model.losses import LOSSES
 from ranker.native.progress import Progress
-from ranker.training import checkpoint
+from ranker.training import checkpoint, timeline
 from ranker.training.engine import TrainingParts, learning_rate
 from ranker.training.meter import TrainingMeter
 from ranker.training.selection import SELECTION_METRIC, BestWeights, exported_weights_note
@@ -41,6 +41,8 @@ class Bookkeeping:
                 self.best.load_state_dict(resumed["best"], session.device)
             if resumed["rng"] is not None:
                 checkpoint.set_rng_state(resumed["rng"])
+        self.first_step = self.step + 1
+        """The first step this process runs (after a resumed one's checkpoint)."""
         self.progress = Progress(total_steps, session.topology.is_main, self.step)
         if resumed is not None:
             self.progress.note(f"resumed from {resumed['path']} at step {self.step}")
@@ -62,6 +64,8 @@ class Bookkeeping:
         at the end of an epoch (keeping the best weights, stopping early where due). False when the loop must leave the
         epoch's batches: training ended, or stopped."""
         self.step, self.position = self.step + 1, self.position + 1
+        if self.step == self.first_step:
+            timeline.mark("first step", self.session.topology.is_main)
         if self.position == self.steps_per_epoch:
             self.epoch, self.position = self.epoch + 1, 0
         stopping = False
@@ -107,12 +111,15 @@ class Bookkeeping:
         if self.stopped:
             return
         self.progress.close()
+        timeline.mark("trained", self.session.topology.is_main)
         if not self.stopped_early:  # early stopping validated the last weights already
             self.best.consider(evaluate_split(self.session, self.parts.model, "val", self.loss_function),
                                self.parts.model, self.step, self.epoch)
         self.best.restore(self.parts.model)
+        # The kept weights' validation metrics, measured when they were kept, are the final ones: not measured again.
         final = final_metrics(self.session, self.parts.model, self.loss_function,
-                              self.last_metrics.get("train_loss", float("nan")))
+                              self.last_metrics.get("train_loss", float("nan")), validation=self.best.metrics)
+        timeline.mark("evaluated", self.session.topology.is_main)
         self.progress.note(exported_weights_note(self.best.step, self.best.epoch))
-        self.progress.report({"epoch": self.epoch, "step": self.step, **final})
         finish_session(self.session, self.parts.model, {**final, **self.best.provenance()})
+        self.progress.report({"epoch": self.epoch, "step": self.step, **final})  # the log's last line

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import sagemaker_distributed as distributed
@@ -210,15 +211,32 @@ def learning_rate(scheduler: torch.optim.lr_scheduler.LRScheduler) -> float:
     return float(scheduler.get_last_lr()[0])
 
 
+# On a CPU, each evaluation batch holds about this many documents: the per-feature embedding's activations (136
+# features x 16 units x 4 bytes a document per layer) then stay in the core's cache instead of streaming through memory.
+CPU_EVALUATION_DOCUMENTS = 400
+
+
 @torch.no_grad()
 def evaluate(model: nn.Module, queries: DeviceQueries, rank: int, world_size: int,
              loss_function: LossFunction, batch_size: int = 256) -> torch.Tensor:
     """`[NDCG@k sums..., query count, loss sum]` over all ranks: each rank scores its contiguous slice of the
-    queries, then one all-reduce SUM adds the totals up."""
+    queries, then one all-reduce SUM adds the totals up. On a GPU `batch_size` queries at a time; on a CPU see
+    `_cpu_totals`."""
     was_training = model.training
     model.eval()
-    device = queries.features.device
     start, stop = (queries.num_queries * rank) // world_size, (queries.num_queries * (rank + 1)) // world_size
+    if queries.features.device.type == "cpu":
+        totals = _cpu_totals(model, queries, start, stop, loss_function)
+    else:
+        totals = _totals(model, queries, start, stop, batch_size, loss_function)
+    model.train(was_training)
+    return distributed.all_reduce_sum(totals)
+
+
+def _totals(model: nn.Module, queries: DeviceQueries, start: int, stop: int, batch_size: int,
+            loss_function: LossFunction) -> torch.Tensor:
+    """`evaluate`'s totals over queries `start` to `stop`, `batch_size` queries at a time."""
+    device = queries.features.device
     totals = torch.zeros(6, device=device)
     for first in range(start, stop, batch_size):
         indices = torch.arange(first, min(first + batch_size, stop), device=device)
@@ -227,8 +245,30 @@ def evaluate(model: nn.Module, queries: DeviceQueries, rank: int, world_size: in
             scores = model(features)
         totals[:5] += ndcg_sums(scores, labels, mask)
         totals[5] += loss_function(scores, labels, mask) * len(indices)
-    model.train(was_training)
-    return distributed.all_reduce_sum(totals)
+    return totals
+
+
+def _cpu_totals(model: nn.Module, queries: DeviceQueries, start: int, stop: int,
+                loss_function: LossFunction) -> torch.Tensor:
+    """`_totals` on a CPU: batches of about CPU_EVALUATION_DOCUMENTS documents, and one thread per core of torch's,
+    each scoring its share of the queries with torch single-threaded. Small operators split across cores spend
+    more time waiting for one another than computing (most of all on a shared machine), and batches that fit the
+    cache keep the activations out of memory: together several times less CPU time than large batches on every
+    core, for the same scores."""
+    threads = torch.get_num_threads()
+    batch_size = max(1, CPU_EVALUATION_DOCUMENTS // max(queries.features.shape[1], 1))
+    cuts = [start + (stop - start) * part // threads for part in range(threads + 1)]
+
+    def share(part: int) -> torch.Tensor:
+        with torch.no_grad():  # grad mode is per thread
+            return _totals(model, queries, cuts[part], cuts[part + 1], batch_size, loss_function)
+
+    torch.set_num_threads(1)
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            return torch.stack(list(pool.map(share, range(threads)))).sum(0)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def unwrap(model: nn.Module) -> nn.Module:

@@ -1,8 +1,18 @@
-"""Loss and NDCG curves as PNG files, for the job's output data."""
+"""Loss and NDCG curves as PNG files, for the job's output data.
+
+A job draws them in a child process (`start_plotting`) while it writes its model: importing matplotlib and
+rendering take about as long as the exports, and neither needs the other.
+
+    python -m ranker.training.plots FOLDER < {"history": [...], "final_metrics": {...}}
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 Curve = tuple[str, list[float], list[float]]
@@ -40,6 +50,34 @@ def plot_curves(history: list[dict[str, float]], folder: Path,
     return written
 
 
+class Plotting:
+    """The child process drawing the curves (`start_plotting`); `wait` for it before the job ends."""
+
+    def __init__(self, process: subprocess.Popen):
+        self.process = process
+
+    def wait(self) -> None:
+        if self.process.wait():
+            raise RuntimeError(f"drawing the loss and NDCG curves failed (exit status {self.process.returncode}): "
+                               "its error is in the log above")
+
+
+def start_plotting(history: list[dict[str, float]], folder: Path,
+                   final_metrics: dict[str, float] | None = None) -> Plotting:
+    """`plot_curves` in a child process of its own interpreter (this module and matplotlib only: nothing of the
+    training process is imported again), started now and running alongside the caller."""
+    package_root = str(Path(__file__).resolve().parents[2])  # the folder holding `ranker`
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root,
+                                                                             os.environ.get("PYTHONPATH")]))}
+    # Its errors go to this job's log; it reads the curves before importing anything slow, so the write below
+    # cannot block for long.
+    process = subprocess.Popen([sys.executable, "-m", __name__, str(folder)], stdin=subprocess.PIPE, text=True,
+                               env=environment)
+    process.stdin.write(json.dumps({"history": history, "final_metrics": final_metrics}))
+    process.stdin.close()
+    return Plotting(process)
+
+
 def curves(history: list[dict[str, float]], prefixes: tuple[str, ...],
            final_metrics: dict[str, float] | None = None) -> list[Curve]:
     """`(name, steps, values)` of each metric starting with one of `prefixes`, in legend order (`@k` cutoffs in
@@ -59,3 +97,8 @@ def curves(history: list[dict[str, float]], prefixes: tuple[str, ...],
 def _legend_order(name: str) -> tuple[str, int]:
     match = _CUTOFF.match(name)
     return (match.group(1), int(match.group(2))) if match else (name, 0)
+
+
+if __name__ == "__main__":
+    curves_data = json.load(sys.stdin)
+    plot_curves(curves_data["history"], Path(sys.argv[1]), curves_data["final_metrics"])

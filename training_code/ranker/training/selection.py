@@ -27,6 +27,8 @@ class BestWeights:
         self.score = float("-inf")
         self.step, self.epoch = 0, 0
         self.state: dict[str, torch.Tensor] | None = None
+        self.metrics: dict[str, float] | None = None
+        """The validation metrics of the kept weights (None when resumed from a checkpoint that did not hold them)."""
         self.stale_validations = 0
 
     def consider(self, metrics: dict[str, float], model: nn.Module, step: int, epoch: int) -> bool:
@@ -37,6 +39,7 @@ class BestWeights:
             self.stale_validations += 1
             return False
         self.score, self.step, self.epoch, self.stale_validations = score, step, epoch, 0
+        self.metrics = dict(metrics)
         self.state = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
         return True
 
@@ -58,10 +61,12 @@ class BestWeights:
 
     def state_dict(self) -> dict[str, Any]:
         return {"score": self.score, "step": self.step, "epoch": self.epoch, "stale_validations": self.stale_validations,
+                "metrics": self.metrics,
                 "state": None if self.state is None else {name: tensor.cpu() for name, tensor in self.state.items()}}
 
     def load_state_dict(self, saved: dict[str, Any], device: torch.device) -> None:
         self.score, self.step, self.epoch = saved["score"], saved["step"], saved["epoch"]
         self.stale_validations = saved["stale_validations"]
+        self.metrics = saved.get("metrics")  # absent from checkpoints written before it was kept
         self.state = None if saved["state"] is None else {name: tensor.to(device)
                                                           for name, tensor in saved["state"].items()}

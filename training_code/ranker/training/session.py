@@ -4,6 +4,7 @@ and place the data, and at the end write the artifacts (rank 0 only)."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -27,7 +28,7 @@ from ranker.model.losses import SHIFT_INVARIANT_LOSSES
 from ranker.model.metrics import ndcg_means
 from ranker.model.mlp import RankingMLP
 from ranker.serving import package as serving_package
-from ranker.training import engine, plots
+from ranker.training import engine, plots, timeline
 from ranker.training.checkpoint import seed_everything
 
 
@@ -61,6 +62,7 @@ class Session:
         then loads the checkpoint's weights and encoding over it)."""
         model = engine.build_model(self.model_config, self.device)
         engine.fit_encoding(model, self.encoding_rows, self.config.train.seed)
+        timeline.mark("encoding fitted", self.topology.is_main)
         return model
 
     def training_batches(self) -> EpochBatches:
@@ -123,6 +125,10 @@ def run_training(train: Callable[[Session], None], argv: Sequence[str], descript
     """What both entry points' `main` does around its loop: report a failure where SageMaker reads it, start the
     session, train, and leave the process group on success and failure alike."""
     with failure_reported(usage_errors=(ConfigError,)):
+        # What exists by now (the imported modules, torch's above all) lives as long as the process: collections
+        # need not walk it again. Each full collection would, the interpreter's final ones at exit too (on a CPU
+        # host, a second of a short job).
+        gc.freeze()
         session = start_session(argv, description)
         try:
             train(session)
@@ -140,7 +146,9 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
         print(path.describe(), flush=True)
     # Before CUDA is initialised (the process group sets the device): the text parser's worker processes can then
     # start by fork, instead of each importing this entry point again (ranker.data.letor_processes).
+    timeline.mark("imported", topology.is_main)
     splits = load_splits(config, topology)
+    timeline.mark("parsed", topology.is_main)
     distributed.init_process_group(backend, topology=topology, device=device, bind_device=path.bind_device)
     data = agree_on_splits(splits, config, topology)
     engine.prepare_device(config.train, device)
@@ -243,9 +251,11 @@ def evaluate_split(session: Session, model: torch.nn.Module, split: str,
 
 
 def final_metrics(session: Session, model: torch.nn.Module, loss_function: engine.LossFunction,
-                  train_loss: float) -> dict[str, float]:
-    """What metrics.json holds: the last train loss, validation and (with a test channel) test metrics."""
-    final = {"train_loss": train_loss, **evaluate_split(session, model, "val", loss_function)}
+                  train_loss: float, validation: dict[str, float] | None = None) -> dict[str, float]:
+    """What metrics.json holds: the last train loss, validation and (with a test channel) test metrics.
+    `validation`: the validation metrics of `model`'s weights where they were measured already (then not again)."""
+    final = {"train_loss": train_loss,
+             **(validation if validation is not None else evaluate_split(session, model, "val", loss_function))}
     if session.test is not None:
         final.update(evaluate_split(session, model, "test", loss_function))
     return final
@@ -270,8 +280,12 @@ def finish_session(session: Session, model: torch.nn.Module, final_metrics: dict
 def write_artifacts(config: RunConfig, model_config: ModelConfig, model: torch.nn.Module,
                     history: list[dict[str, float]], final_metrics: dict[str, float]) -> None:
     """Weights, config, serving exports, the inference handler and metrics.json into the model folder, plots into
-    the output folder (call on rank 0 only): what every entry point leaves behind."""
+    the output folder (call on rank 0 only): what every entry point leaves behind. The plots are drawn in a child
+    process meanwhile."""
+    plotting = plots.start_plotting(history, config.paths.output_data_dir, final_metrics)
     export.save_model(config.paths.model_dir, model, model_config, config.data.log1p, final_metrics)
+    timeline.mark("model written")
     portable.save_exported_program(config.paths.model_dir)
     serving_package.write_serving_code(config.paths.model_dir)
-    plots.plot_curves(history, config.paths.output_data_dir, final_metrics)
+    plotting.wait()
+    timeline.mark("exported")
