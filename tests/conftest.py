@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pytest
+from moto import mock_aws
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,3 +26,21 @@ def letor_sample_dir() -> Path:
     if not (LETOR_SAMPLE_DIR / "rank.train").is_file():
         pytest.skip(f"LETOR sample not found at {LETOR_SAMPLE_DIR}: set LETOR_SAMPLE_DIR to the letor-sample folder")
     return LETOR_SAMPLE_DIR
+
+
+@contextmanager
+def _aws_mock_keeping_other_state() -> Iterator[None]:
+    mock = mock_aws()
+    mock.start(reset=False)
+    try:
+        yield
+    finally:
+        mock.stop(remove_data=False)
+
+
+@pytest.fixture
+def aws_mock() -> Callable[[], AbstractContextManager[None]]:
+    """moto's in-process mock (`with aws_mock(): ...`), started and stopped without `mock_aws`'s reset of every moto
+    backend of the process: a test worker also runs local mode's moto server for other test files, and their stacks
+    and buckets live in those backends. What a test creates under it stays, so it names its resources its own way."""
+    return _aws_mock_keeping_other_state

@@ -142,11 +142,11 @@ def train(config: RunConfig) -> None:
     exported = exported_from(best_path) if best_path else {"exported_step": trainer.global_step,
                                                            "exported_epoch": metric_lines.completed_epochs(trainer)}
     MetricLines.report(trainer, module, exported_weights_note(exported["exported_step"], exported["exported_epoch"]))
-    MetricLines.report(trainer, module, format_metrics({"epoch": metric_lines.completed_epochs(trainer),
-                                                        "step": trainer.global_step, **final}))
     if trainer.is_global_zero:
         write_artifacts(config, module.model_config, module.model, metric_lines.history, {**final, **exported})
     trainer.strategy.barrier()
+    MetricLines.report(trainer, module, format_metrics({"epoch": metric_lines.completed_epochs(trainer),
+                                                        "step": trainer.global_step, **final}))  # the log's last line
 
 
 def exported_from(best_path: str) -> dict[str, int]:

@@ -16,7 +16,6 @@ import boto3
 import pytest
 from aws_cdk import App, Environment
 from aws_cdk.assertions import Template
-from moto import mock_aws
 from training_trigger.planning import TrainingJobSpec
 from training_trigger.request import build_training_job_request
 from training_trigger.settings import Settings, settings_from
@@ -74,7 +73,7 @@ def _job(settings: Settings) -> TrainingJobSpec:
         channels={"train": "s3://ranker-data-example/datasets/web/v1/train/"}, tags={})
 
 
-def test_the_code_channel_arrives_where_the_submit_directory_points(isolated_pipeline, monkeypatch, tmp_path):
+def test_the_code_channel_arrives_where_the_submit_directory_points(isolated_pipeline, monkeypatch, tmp_path, aws_mock):
     # Given the synthesized stack's trigger settings, and its bundle published under the asset's own key
     settings = _trigger_settings(isolated_pipeline, monkeypatch)
     bucket, key = split_s3_uri(settings.source_bundle_uri)
@@ -85,7 +84,7 @@ def test_the_code_channel_arrives_where_the_submit_directory_points(isolated_pip
                                                   "S3DataDistributionType": "FullyReplicated"}
     # When the channel is downloaded as SageMaker downloads an S3Prefix channel (each object under its key below
     # the prefix) into one host's /opt/ml
-    with mock_aws():
+    with aws_mock():
         s3 = boto3.client("s3", region_name="us-east-1")
         s3.create_bucket(Bucket=bucket)
         s3.upload_file(str(isolated_pipeline["bundle"]), bucket, key)

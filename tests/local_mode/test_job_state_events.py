@@ -27,8 +27,10 @@ def _description(status: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def registration_pattern() -> dict[str, Any]:
     template = json.loads(next(synthesize().glob("*-pipeline.template.json")).read_text())
+    # The registrar's rules: one for training jobs, one for tuning jobs (tests/local_mode/test_tuning_demo.py)
     patterns = [resource["Properties"]["EventPattern"] for logical_id, resource in template["Resources"].items()
-                if resource["Type"] == "AWS::Events::Rule" and logical_id.startswith("ModelRegistration")]
+                if resource["Type"] == "AWS::Events::Rule" and logical_id.startswith("ModelRegistration")
+                and resource["Properties"]["EventPattern"]["detail-type"] == ["SageMaker Training Job State Change"]]
     assert len(patterns) == 1
     return patterns[0]
 

@@ -60,5 +60,5 @@ def test_two_hosts_train_every_query_once_and_fit_the_encoding_on_both(script, r
     whole_model = load_file(replicated.model_dir / "model.safetensors")
     for name in ("encoding.lower_edges", "encoding.inverse_widths"):
         torch.testing.assert_close(sharded_model[name], whole_model[name])
-    final = parse_metrics(results[0].stdout.strip().splitlines()[-1])
-    assert 0 < final["val_ndcg@10"] <= 1
+    last_line = results[0].stdout.strip().splitlines()[-1]
+    assert 0 < parse_metrics(last_line).get("val_ndcg@10", -1) <= 1, f"the log's last line is not the final metrics: {last_line}"

@@ -9,6 +9,8 @@ offline: a real botocore client behind a Stubber, its default bucket on moto.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import boto3
@@ -16,7 +18,6 @@ import pytest
 from botocore.stub import Stubber
 from model_registration.registration import SERVING_ENVIRONMENT, plan_registration
 from model_registration.settings import settings_from_environ
-from moto import mock_aws
 
 from registrar.samples import load, stack_environ
 
@@ -28,9 +29,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationW
 SDK_CONFIG = {"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {"Modules": {"TelemetryOptOut": True}}}}
 
 
-def _sdk_package_request(*, image: str, framework_version: str, model_data: str, instance_type: str,
-                         region: str) -> dict[str, Any]:
-    with mock_aws():
+def _sdk_package_request(aws_mock: Callable[[], AbstractContextManager[None]], *, image: str,
+                         framework_version: str, model_data: str, instance_type: str, region: str) -> dict[str, Any]:
+    with aws_mock():
         boto_session = boto3.Session(region_name=region)
         boto_session.client("s3").create_bucket(Bucket="ranker-artifacts",
                                                 CreateBucketConfiguration={"LocationConstraint": region})
@@ -57,7 +58,7 @@ def _sdk_package_request(*, image: str, framework_version: str, model_data: str,
     return request
 
 
-def test_the_inference_specification_is_the_sdks_for_the_same_artifact():
+def test_the_inference_specification_is_the_sdks_for_the_same_artifact(aws_mock):
     # Given the registrar's plan for a completed job, with the stack's serving settings
     environ = stack_environ()
     settings = settings_from_environ(environ)
@@ -65,7 +66,7 @@ def test_the_inference_specification_is_the_sdks_for_the_same_artifact():
                              settings)
     ours = plan.package_request["InferenceSpecification"]
     # When the SDK registers the same artifact in the same image
-    sdk = _sdk_package_request(image=environ["INFERENCE_IMAGE_URI"],
+    sdk = _sdk_package_request(aws_mock, image=environ["INFERENCE_IMAGE_URI"],
                                framework_version=environ["INFERENCE_FRAMEWORK_VERSION"],
                                model_data=ours["Containers"][0]["ModelDataUrl"],
                                instance_type=environ["INFERENCE_INSTANCE_TYPE"], region=environ["AWS_REGION"])

@@ -19,7 +19,6 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from moto import mock_aws
 
 os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")  # the SDK's v3 migration notice, on every estimator
 sagemaker = pytest.importorskip("sagemaker", reason="the SageMaker Python SDK v2 is a test-only dependency")
@@ -222,7 +221,7 @@ FOREIGN_CODE = Path(__file__).resolve().parents[2] / "fixtures" / "foreign_train
 CODE_BUCKET = "ranker-artifacts-example"
 
 
-def test_a_foreign_source_dir_with_dependencies_matches_what_the_sdk_packs_and_sends(tmp_path):
+def test_a_foreign_source_dir_with_dependencies_matches_what_the_sdk_packs_and_sends(tmp_path, aws_mock):
     # Given a user's source folder, their script, and a dependency folder, as `PyTorch(source_dir=..., entry_point=...,
     # dependencies=[...])` takes them
     dependency = tmp_path / "sagemaker_distributed"
@@ -232,7 +231,7 @@ def test_a_foreign_source_dir_with_dependencies_matches_what_the_sdk_packs_and_s
     spec = job_spec(entry_point="train.py", hyperparameters={"lr": 0.1, "optimizer": "sgd"},
                     distribution="torch_distributed", instance_type="ml.g5.12xlarge")
     # When the SDK packs, uploads (to a local S3) and submits the job
-    with mock_aws():
+    with aws_mock():
         boto3.client("s3", region_name=REGION).create_bucket(
             Bucket=CODE_BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
         sdk = _sdk_request(stack_settings(), spec, framework_version="2.2.0", source_dir=str(FOREIGN_CODE),

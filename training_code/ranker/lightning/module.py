@@ -87,6 +87,8 @@ class RankingModule(L.LightningModule):
         loop's do."""
         if self.train_config.compile:  # Inductor fuses instead
             return
+        if self._trainer is None:  # load_from_checkpoint builds the module to score, not to train
+            return
         path = engine.training_path(self.train_config, self.trainer.strategy.root_device, self.trainer.world_size)
         trained = engine.with_fused_kernels(self.model, path, self.train_config)
         if trained is not self.model:
