@@ -63,17 +63,22 @@ def description_of(sagemaker, name: str) -> str:
     return sagemaker.describe_training_job(TrainingJobName=name)["ModelArtifacts"]["S3ModelArtifacts"]
 
 
+def failure_reason(sagemaker, wait_for_end, request: dict) -> str:
+    """Runs the job to its end, which must be a failure, and returns its FailureReason."""
+    sagemaker.create_training_job(**request)
+    description = wait_for_end(request["TrainingJobName"])
+    assert description["TrainingJobStatus"] == "Failed"
+    return description["FailureReason"]
+
+
 def test_a_rank_killed_by_a_signal_is_named_in_the_failure_reason(sagemaker, training_request, wait_for_end):
     # Given a torchrun job on two hosts whose last rank is killed by SIGKILL, leaving no traceback of its own
     request = training_request("dist-killed", "killed_rank.py", instance_count=2, distribution=TORCH_DISTRIBUTED)
 
     # When it runs
-    sagemaker.create_training_job(**request)
-    description = wait_for_end("dist-killed")
+    reason = failure_reason(sagemaker, wait_for_end, request)
 
     # Then the reason names that rank and its signal, as torchrun reported them, not torchrun's own traceback
-    assert description["TrainingJobStatus"] == "Failed"
-    reason = description["FailureReason"]
     assert "torchrun root cause: rank 1 (local_rank: 0) exited with exitcode -9" in reason, reason
     assert "Signal 9 (SIGKILL)" in reason, reason
     assert "ChildFailedError" not in reason, reason
@@ -84,12 +89,9 @@ def test_a_python_error_under_torchrun_is_reported_as_the_script_raised_it(sagem
     request = training_request("dist-raises", "fail.py", distribution=TORCH_DISTRIBUTED)
 
     # When it runs
-    sagemaker.create_training_job(**request)
-    description = wait_for_end("dist-raises")
+    reason = failure_reason(sagemaker, wait_for_end, request)
 
     # Then the reason is the script's error and the rank torchrun saw fail, not torchrun's own traceback
-    assert description["TrainingJobStatus"] == "Failed"
-    reason = description["FailureReason"]
     assert "ValueError: rank.train line 7" in reason, reason
     assert "torchrun root cause: rank 0 (local_rank: 0) exited with exitcode 1" in reason, reason
     assert "ChildFailedError" not in reason, reason
