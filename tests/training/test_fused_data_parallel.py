@@ -5,6 +5,7 @@ same fused layers (bf16 arithmetic); benchmarks.gpu_checks runs it with NCCL ins
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,19 @@ STEPS = 4
 # are covered
 MODEL = ModelConfig(num_features=12, width=16, num_layers=4, norm="layer", dropout=0.0, embedding_width=8,
                     embedding_layers=2)
+# CPU LayerNorm's backward on bf16 inputs sums rows per thread, so its rounding follows the thread count (gradients
+# differ by a tenth between 1 and 2 threads): the ranks and the reference all compute on one.
+THREADS = 1
+
+
+@contextmanager
+def threads(count: int):
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def global_batch(step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -72,11 +86,13 @@ def one_process(steps: range, world_size: int) -> tuple[dict, RankingMLP, torch.
     torch.manual_seed(0)
     model = RankingMLP(MODEL)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    return train(model, FusedLayers(model), optimizer, None, world_size, steps), model, optimizer
+    with threads(THREADS):
+        return train(model, FusedLayers(model), optimizer, None, world_size, steps), model, optimizer
 
 
 def train_rank(rank: int, world_size: int, store_path: str, results: str, bucket_bytes: int, shard: bool) -> None:
     dist.init_process_group("gloo", store=dist.FileStore(store_path, world_size), rank=rank, world_size=world_size)
+    torch.set_num_threads(THREADS)
     torch.manual_seed(rank)  # different initial weights per rank: the wrapper must start all from rank 0's
     model = RankingMLP(MODEL)
     wrapped = FusedDataParallel(model, bucket_bytes, shard_optimizer=shard)

@@ -3,7 +3,6 @@ agree on (real gloo ranks), and the files that cannot be sharded."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -126,9 +125,11 @@ def agree_rank(rank: int, world_size: int, store: str, results: str, sample_rows
 def agreements(request, tmp_path_factory) -> tuple[int, list[sharded_channel.Agreement]]:
     folder = tmp_path_factory.mktemp("agree")
     world_size = len(PART_QUERIES)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    mp.spawn(agree_rank, args=(world_size, str(folder / "store"), str(folder), request.param), nprocs=world_size,
-             join=True)
+    # the ranks inherit the environment; set it for them only, so later tests in this process see the machine's
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OMP_NUM_THREADS", "1")
+        mp.spawn(agree_rank, args=(world_size, str(folder / "store"), str(folder), request.param),
+                 nprocs=world_size, join=True)
     return request.param, [torch.load(folder / f"rank{rank}.pt", weights_only=False) for rank in range(world_size)]
 
 
