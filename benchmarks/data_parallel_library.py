@@ -106,7 +106,7 @@ def library_harness(session: Session, model: nn.Module, optimizer, total_steps: 
     FusedDataParallel switched off (autocast layers, the step as `mode` runs it); the library's wrapper reduces."""
     train = dataclasses.replace(session.config.train, cuda_graph=mode == "graph", compile=False,
                                 switches=PathSwitches(fused_layers=False, data_parallel="ddp"))
-    scheduler = engine.build_scheduler(schedule_of or optimizer, total_steps, train.warmup_fraction)
+    scheduler = engine.build_scheduler(schedule_of or optimizer, total_steps, train)
     path = engine.training_path(train, session.device, session.topology.world_size)
     return NativeHarness(model, optimizer, scheduler, session.training_batches(), LOSSES[train.loss], session.device,
                          train, path)

@@ -47,7 +47,8 @@ class HostQueryBatches(QueryBatches):
 def unfused_adamw(session: Session) -> NativeHarness:
     harness = NativeHarness.build(session)
     optimizer = torch.optim.AdamW(harness.model.parameters(), lr=1e-3, weight_decay=0.01, foreach=True)
-    return dataclasses.replace(harness, optimizer=optimizer, scheduler=engine.build_scheduler(optimizer, 10_000, 0.05))
+    scheduler = engine.build_scheduler(optimizer, 10_000, session.config.train)
+    return dataclasses.replace(harness, optimizer=optimizer, scheduler=scheduler)
 
 
 def host_batches(session: Session) -> NativeHarness:

@@ -53,7 +53,7 @@ def test_on_cpu_the_default_step_is_the_eager_one_and_trains():
     torch.manual_seed(0)
     model = RankingMLP(ModelConfig(num_features=6, width=8, num_layers=3, norm="none", dropout=0.0))
     optimizer = engine.build_optimizer(model, TrainConfig(), torch.device("cpu"))
-    scheduler = engine.build_scheduler(optimizer, total_steps=4, warmup_fraction=0.5)
+    scheduler = engine.build_scheduler(optimizer, total_steps=4, config=TrainConfig(warmup_fraction=0.5))
     meter = TrainingMeter(torch.device("cpu"))
     step = engine.step_function(model, optimizer, scheduler, LOSSES["listwise"], torch.device("cpu"), TrainConfig(),
                                 meter)

@@ -161,7 +161,7 @@ class PathSwitches:
 class TrainConfig:
     epochs: int = field(default=30, metadata=allowed(minimum=0))
     """Most passes over the training queries (ignored when `max_steps` is set): `early_stopping` usually ends the run
-    sooner. The learning-rate schedule spans all of them."""
+    sooner."""
     max_steps: int = field(default=0, metadata=allowed(minimum=0))
     """Optimizer steps in total; 0 means `epochs` full passes."""
     batch_size: int = field(default=0, metadata=allowed(minimum=0))
@@ -169,11 +169,18 @@ class TrainConfig:
     queries (ranker.data.batches.auto_batch_size): 16, doubled while an epoch keeps at least 250 steps, so small
     channels get many updates and large ones steps worth launching on a GPU (32 at 8,000 training queries)."""
     learning_rate: float = field(default=2e-3, metadata=allowed(above=0))
-    """Peak AdamW learning rate, reached after warm-up, then cosine decay to zero."""
+    """Peak AdamW learning rate, reached after warm-up and held until validation stalls (`lr_decay_patience`)."""
     weight_decay: float = field(default=0.01, metadata=allowed(minimum=0))
     """AdamW's decoupled weight decay."""
     warmup_fraction: float = field(default=0.05, metadata=allowed(minimum=0, below=1))
-    """Share of all steps spent warming the learning rate up linearly."""
+    """Share of all steps (`epochs` of them, or `max_steps`) spent warming the learning rate up linearly."""
+    lr_decay_patience: int = field(default=2, metadata=allowed(minimum=0))
+    """Validations in a row without a better validation NDCG@10 after which the learning rate is multiplied by
+    `lr_decay_factor` (and the count starts again), so that a run anneals before `early_stopping`, a longer patience,
+    ends it (ranker.training.schedule). 0: a cosine from the peak to zero over all steps instead, for runs of a fixed
+    length (`--early-stopping 0`)."""
+    lr_decay_factor: float = field(default=0.1, metadata=allowed(above=0, below=1))
+    """What each decay of `lr_decay_patience` multiplies the learning rate by."""
     loss: str = field(default="pairwise",
                       metadata=allowed(choices=("pairwise", "graded_listwise", "listwise", "pointwise")))
     """`pairwise` (RankNet: logistic loss on every pair of a query's documents with different labels; its memory

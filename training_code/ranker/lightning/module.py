@@ -1,5 +1,5 @@
-"""The ranking MLP as a LightningModule: the loss, AdamW with the warm-up/cosine schedule stepped every batch, and
-NDCG@k on the validation and test queries. The Trainer does the rest (devices, DDP, bf16 autocast, checkpoints).
+"""The ranking MLP as a LightningModule: the loss, AdamW with the learning-rate schedule of ranker.training.schedule
+(stepped every batch, told every epoch's validation NDCG@10), and NDCG@k on the validation and test queries. The Trainer does the rest (devices, DDP, bf16 autocast, checkpoints).
 
 Its two configs are saved as hyperparameters, so `RankingModule.load_from_checkpoint(path)` rebuilds the model from a
 `.ckpt` alone."""
@@ -14,6 +14,7 @@ from typing import Any
 
 import lightning as L
 import torch
+from lightning.pytorch.trainer.states import TrainerFn
 from torch import nn
 from torchmetrics import MeanMetric, MetricCollection
 
@@ -23,6 +24,7 @@ from ranker.model.losses import LOSSES
 from ranker.model.metrics import NDCG_CUTOFFS, ndcg_per_query
 from ranker.training import engine
 from ranker.training.checkpoint import refuse_other_shapes, shape_differences
+from ranker.training.selection import SELECTION_METRIC
 
 
 @dataclass(frozen=True)
@@ -114,11 +116,17 @@ class RankingModule(L.LightningModule):
     def configure_optimizers(self) -> dict[str, Any]:
         # On the wrapper where there is one: ShardedAdamW where FusedDataParallel shards the update.
         optimizer = engine.build_optimizer(self.trained, self.train_config, self.device)
-        scheduler = engine.build_scheduler(optimizer, self.trainer.estimated_stepping_batches,
-                                           self.train_config.warmup_fraction)
+        scheduler = engine.build_scheduler(optimizer, self.trainer.estimated_stepping_batches, self.train_config)
         # The name is what LearningRateMonitor logs the rate as: the metric lines' name for it.
         return {"optimizer": optimizer,
                 "lr_scheduler": {"scheduler": scheduler, "interval": "step", "name": "learning_rate"}}
+
+    def on_validation_end(self) -> None:
+        # Each epoch's validation NDCG@10 (all ranks' queries, the same on every rank) drives the schedule's decay, as
+        # in the native loop; Lightning's sanity check and the final validate() call are no epoch's validation.
+        if self.trainer.sanity_checking or self.trainer.state.fn != TrainerFn.FITTING:
+            return
+        self.lr_schedulers().record_validation(float(self.trainer.callback_metrics[SELECTION_METRIC]))
 
     # Validation and test score this rank's queries (ranker.lightning.datamodule.EvaluationBatches); the metric
     # objects are logged, so Lightning computes, logs and resets them at the end of the loop.

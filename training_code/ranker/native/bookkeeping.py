@@ -99,6 +99,7 @@ class Bookkeeping:
     def validate(self) -> None:
         metrics = evaluate_split(self.session, self.parts.model, "val", self.loss_function)
         self.best.consider(metrics, self.parts.model, self.step, self.epoch)
+        self.parts.scheduler.record_validation(metrics[SELECTION_METRIC])
         self.report({"epoch": self.epoch, "step": self.step, **metrics})
 
     def report(self, metrics: dict[str, float]) -> None:

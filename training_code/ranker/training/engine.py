@@ -7,7 +7,6 @@ never waits on Python between steps.
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from ranker.model.encoding import PiecewiseLinearEncoding
 from ranker.model.metrics import ndcg_sums
 from ranker.model.mlp import RankingMLP
 from ranker.training.meter import TrainingMeter
+from ranker.training.schedule import PlateauDecay
 
 LossFunction = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -105,7 +105,7 @@ class TrainingParts:
     trained: nn.Module
     """The model as the step runs it (wrap_for_training)."""
     optimizer: torch.optim.Optimizer
-    scheduler: torch.optim.lr_scheduler.LRScheduler
+    scheduler: PlateauDecay
     path: TrainingPath
 
 
@@ -115,7 +115,7 @@ def build_training(model: nn.Module, device: torch.device, world_size: int, conf
     learning-rate schedule over `total_steps`."""
     trained = wrap_for_training(model, device, world_size, config)
     optimizer = build_optimizer(trained, config, device)
-    return TrainingParts(model, trained, optimizer, build_scheduler(optimizer, total_steps, config.warmup_fraction),
+    return TrainingParts(model, trained, optimizer, build_scheduler(optimizer, total_steps, config),
                          training_path(config, device, world_size))
 
 
@@ -130,21 +130,10 @@ def build_optimizer(trained: nn.Module, config: TrainConfig, device: torch.devic
     return optimizer
 
 
-def warmup_cosine(total_steps: int, warmup_fraction: float) -> Callable[[int], float]:
-    warmup = max(1, round(total_steps * warmup_fraction))
-
-    def factor(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
-        return 0.5 * (1 + math.cos(math.pi * progress))
-
-    return factor
-
-
-def build_scheduler(optimizer: torch.optim.Optimizer, total_steps: int,
-                    warmup_fraction: float) -> torch.optim.lr_scheduler.LambdaLR:
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(total_steps, warmup_fraction))
+def build_scheduler(optimizer: torch.optim.Optimizer, total_steps: int, config: TrainConfig) -> PlateauDecay:
+    """The learning-rate schedule of `config` over a run of at most `total_steps` steps (ranker.training.schedule)."""
+    return PlateauDecay(optimizer, warmup_steps=round(total_steps * config.warmup_fraction), total_steps=total_steps,
+                        decay_patience=config.lr_decay_patience, decay_factor=config.lr_decay_factor)
 
 
 def autocast(device: torch.device, precision: str = "bf16",
