@@ -131,22 +131,63 @@ def test_the_epoch_cap_ends_a_run_whose_patience_is_not_spent(tmp_path, search_c
     assert json.loads((dirs.model_dir / "metrics.json").read_text())["exported_epoch"] in (1, 2)
 
 
+def learning_rates(stdout: str) -> dict[int, float]:
+    """The learning rate each training metric line reports, by step."""
+    return {int(found["step"]): found["learning_rate"] for found in map(parse_metrics, stdout.splitlines())
+            if "learning_rate" in found}
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_the_learning_rate_drops_after_each_stalled_validation_and_not_before(tmp_path, search_channels, script):
+    train, _ = search_channels
+    dirs = run_dirs(tmp_path)
+    # Given a run at a peak rate of 0.01 from its first step, whose rate decays tenfold after every validation that is
+    # not better than the best so far (and which stops after 3 in a row)
+    result = run_script(script, ["--train", str(train), "--epochs", "30", "--early-stopping", "3", "--warmup-fraction",
+                                 "0", "--lr-decay-patience", "1", "--lr-decay-factor", "0.1", "--checkpoint-every", "1",
+                                 *OVERFITTING, *dirs.flags()])
+    validations = epoch_validations(result.stdout)
+    rates = learning_rates(result.stdout)
+    # Then every step up to the first stalled validation ran at the peak, and each stall divided the rate by ten for
+    # the steps after it (the run overfits: validation stalls within the run)
+    best, decays, start = float("-inf"), 0, 0
+    for line in validations:
+        logged = [rate for step, rate in rates.items() if start < step <= line["step"]]
+        assert logged and all(rate == pytest.approx(0.01 * 0.1**decays) for rate in logged), (start, rates)
+        decays_before_last = decays
+        decays += line["val_ndcg@10"] <= best
+        best, start = max(best, line["val_ndcg@10"]), line["step"]
+    assert decays >= 3
+    if script == "train_lightning.py":
+        # And Lightning's checkpoint of the last step (before its validation) holds the schedule's state, what a
+        # resumed run continues from
+        saved = torch.load(dirs.checkpoint_dir / "last.ckpt", map_location="cpu", weights_only=True)
+        assert saved["lr_schedulers"][0]["decays"] == decays_before_last
+
+
 def test_a_native_run_resumed_at_an_epoch_end_stops_and_exports_as_the_uninterrupted_run(tmp_path, search_channels):
     train, _ = search_channels
-    flags = ["--train", str(train), "--epochs", "30", "--early-stopping", "2", *OVERFITTING]
+    # The rate decays after every stalled validation: a resumed run that lost the schedule's state would train on at
+    # another rate.
+    flags = ["--train", str(train), "--epochs", "30", "--early-stopping", "3", "--lr-decay-patience", "1",
+             *OVERFITTING]
     probe = run_script("train_ddp.py", [*flags, *run_dirs(tmp_path / "probe").flags()])
     steps_per_epoch = int(validation_lines(probe.stdout)[0]["step"])
-    # Given a run checkpointing at every epoch's end, which stopped early
+    # Given a run checkpointing at every epoch's end, which stopped early, its rate decayed by then
     dirs = run_dirs(tmp_path / "run")
     flags += ["--checkpoint-every", str(steps_per_epoch)]
-    run_script("train_ddp.py", [*flags, *dirs.flags()])
+    first = run_script("train_ddp.py", [*flags, *dirs.flags()])
     uninterrupted = json.loads((dirs.model_dir / "metrics.json").read_text())
     # When it runs again from the checkpoint one epoch before it stopped (as if killed after writing it)
     newest, previous = sorted(dirs.checkpoint_dir.glob("step-*.pt"))[::-1][:2]
     newest.unlink()
     shutil.rmtree(dirs.model_dir)
     result = run_script("train_ddp.py", [*flags, *dirs.flags()])
-    # Then it resumed there, with that epoch's validation in its patience and best weights: it stops at the same step
-    # and exports the same weights
+    # Then it resumed there, with that epoch's validation in its patience, best weights and learning-rate schedule:
+    # it trains its last epoch at the uninterrupted run's decayed rate, stops at the same step and exports the same
+    # weights
     assert f"resumed from {previous}" in result.stdout
+    resumed_rates = learning_rates(result.stdout)
+    assert resumed_rates == {step: rate for step, rate in learning_rates(first.stdout).items() if step in resumed_rates}
+    assert max(resumed_rates.values()) < 0.01
     assert json.loads((dirs.model_dir / "metrics.json").read_text()) == uninterrupted

@@ -11,11 +11,17 @@ from ranker.training.schedule import PlateauDecay
 PEAK = 0.01
 
 
-def schedule(decay_patience: int = 2, decay_factor: float = 0.1, warmup_steps: int = 4,
-             total_steps: int = 100) -> PlateauDecay:
+def schedule(
+    decay_patience: int = 2, decay_factor: float = 0.1, warmup_steps: int = 4, total_steps: int = 100
+) -> PlateauDecay:
     optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=PEAK)
-    return PlateauDecay(optimizer, warmup_steps=warmup_steps, total_steps=total_steps, decay_patience=decay_patience,
-                        decay_factor=decay_factor)
+    return PlateauDecay(
+        optimizer,
+        warmup_steps=warmup_steps,
+        total_steps=total_steps,
+        decay_patience=decay_patience,
+        decay_factor=decay_factor,
+    )
 
 
 def rate(scheduler: PlateauDecay) -> float:

@@ -23,8 +23,15 @@ class PlateauDecay(LRScheduler):
     validations in a row (`record_validation`) have not beaten the best; with `decay_patience` 0, a cosine to zero
     at `total_steps` instead."""
 
-    def __init__(self, optimizer: torch.optim.Optimizer, *, warmup_steps: int, total_steps: int, decay_patience: int,
-                 decay_factor: float):
+    def __init__(
+        self,
+        optimizer: torch.optim.Optimizer,
+        *,
+        warmup_steps: int,
+        total_steps: int,
+        decay_patience: int,
+        decay_factor: float,
+    ):
         self.warmup_steps = max(1, warmup_steps)
         self.total_steps = total_steps
         self.decay_patience, self.decay_factor = decay_patience, decay_factor
@@ -42,7 +49,7 @@ class PlateauDecay(LRScheduler):
                 return warmup
             progress = min(1.0, (step - self.warmup_steps) / max(1, self.total_steps - self.warmup_steps))
             return 0.5 * (1 + math.cos(math.pi * progress))
-        return warmup * self.decay_factor ** self.decays
+        return warmup * self.decay_factor**self.decays
 
     def get_lr(self) -> list[float]:
         return [base * self.factor(self.last_epoch) for base in self.base_lrs]
