@@ -181,8 +181,6 @@ class TrainConfig:
     length (`--early-stopping 0`)."""
     lr_decay_factor: float = field(default=0.1, metadata=allowed(above=0, below=1))
     """What each decay of `lr_decay_patience` multiplies the learning rate by."""
-    lr_anneal_validations: int = field(default=0, metadata=allowed(minimum=0))
-    """Above 0: the first decay starts a cosine from the rate to zero over this many validations' steps instead."""
     loss: str = field(default="pairwise",
                       metadata=allowed(choices=("pairwise", "graded_listwise", "listwise", "pointwise")))
     """`pairwise` (RankNet: logistic loss on every pair of a query's documents with different labels; its memory

@@ -133,8 +133,7 @@ def build_optimizer(trained: nn.Module, config: TrainConfig, device: torch.devic
 def build_scheduler(optimizer: torch.optim.Optimizer, total_steps: int, config: TrainConfig) -> PlateauDecay:
     """The learning-rate schedule of `config` over a run of at most `total_steps` steps (ranker.training.schedule)."""
     return PlateauDecay(optimizer, warmup_steps=round(total_steps * config.warmup_fraction), total_steps=total_steps,
-                        decay_patience=config.lr_decay_patience, decay_factor=config.lr_decay_factor,
-                        anneal_validations=config.lr_anneal_validations)
+                        decay_patience=config.lr_decay_patience, decay_factor=config.lr_decay_factor)
 
 
 def autocast(device: torch.device, precision: str = "bf16",

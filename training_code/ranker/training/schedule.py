@@ -31,7 +31,6 @@ class PlateauDecay(LRScheduler):
         total_steps: int,
         decay_patience: int,
         decay_factor: float,
-        anneal_validations: int = 0,
     ):
         self.warmup_steps = max(1, warmup_steps)
         self.total_steps = total_steps
@@ -40,9 +39,6 @@ class PlateauDecay(LRScheduler):
         self.stalled_validations = 0
         """Validations in a row without a better score, since the best one or the last decay."""
         self.decays = 0
-        self.anneal_validations = anneal_validations
-        """Above 0: the first decay starts a cosine to zero over this many validations' steps instead."""
-        self.anneal_start, self.anneal_steps, self.validated_at = -1, 0, 0
         super().__init__(optimizer)
 
     def factor(self, step: int) -> float:
@@ -53,9 +49,6 @@ class PlateauDecay(LRScheduler):
                 return warmup
             progress = min(1.0, (step - self.warmup_steps) / max(1, self.total_steps - self.warmup_steps))
             return 0.5 * (1 + math.cos(math.pi * progress))
-        if self.anneal_start >= 0:
-            progress = min(1.0, (step - self.anneal_start) / max(1, self.anneal_steps))
-            return warmup * 0.5 * (1 + math.cos(math.pi * progress))
         return warmup * self.decay_factor**self.decays
 
     def get_lr(self) -> list[float]:
@@ -66,7 +59,6 @@ class PlateauDecay(LRScheduler):
         A tie is no improvement, as for early stopping (ranker.training.selection.BestWeights)."""
         if self.decay_patience == 0:
             return
-        interval, self.validated_at = self.last_epoch - self.validated_at, self.last_epoch
         if score > self.best_score:
             self.best_score, self.stalled_validations = score, 0
             return
@@ -74,8 +66,6 @@ class PlateauDecay(LRScheduler):
         if self.stalled_validations < self.decay_patience:
             return
         self.decays, self.stalled_validations = self.decays + 1, 0
-        if self.anneal_validations and self.anneal_start < 0:
-            self.anneal_start, self.anneal_steps = self.last_epoch, self.anneal_validations * interval
         self._last_lr = [base * self.factor(self.last_epoch) for base in self.base_lrs]
         for group, rate in zip(self.optimizer.param_groups, self._last_lr):
             if isinstance(group["lr"], torch.Tensor):  # a captured step reads the rate from this tensor
