@@ -21,9 +21,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from ranker.native.bookkeeping import Bookkeeping
-from ranker.training import checkpoint, engine
-from ranker.training.session import Session, run_training
+from ranker.training import early_parse
+
+if __name__ == "__main__":
+    # Before the imports below load torch: the training text is then parsed while they run.
+    early_parse.start(sys.argv[1:], __doc__)
+
+from ranker.native.bookkeeping import Bookkeeping  # noqa: E402 - after the parse has started, on purpose
+from ranker.training import checkpoint, engine  # noqa: E402
+from ranker.training.session import Session, run_training  # noqa: E402
 
 
 def train(session: Session) -> None:

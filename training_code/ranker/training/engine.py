@@ -130,6 +130,13 @@ def build_optimizer(trained: nn.Module, config: TrainConfig, device: torch.devic
     return optimizer
 
 
+def import_optimizer_machinery() -> None:
+    """What torch's optimizers import at their first use (torch._dynamo, from torch 2.1 on: a second or more of a CPU
+    host's time), imported now: called while other work runs (the text parse a job started ahead of its imports),
+    it no longer delays the first step."""
+    import torch._dynamo  # noqa: F401
+
+
 def warmup_cosine(total_steps: int, warmup_fraction: float) -> Callable[[int], float]:
     warmup = max(1, round(total_steps * warmup_fraction))
 

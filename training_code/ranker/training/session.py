@@ -147,6 +147,7 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
     # Before CUDA is initialised (the process group sets the device): the text parser's worker processes can then
     # start by fork, instead of each importing this entry point again (ranker.data.letor_processes).
     timeline.mark("imported", topology.is_main)
+    engine.import_optimizer_machinery()  # while the text parse that the entry point started ahead still runs
     splits = load_splits(config, topology)
     timeline.mark("parsed", topology.is_main)
     distributed.init_process_group(backend, topology=topology, device=device, bind_device=path.bind_device)
