@@ -27,9 +27,9 @@ if __name__ == "__main__":
     # Before the imports below load torch: the training text is then parsed while they run.
     early_parse.start(sys.argv[1:], __doc__)
 
-from ranker.native.bookkeeping import Bookkeeping  # noqa: E402 - after the parse has started, on purpose
-from ranker.training import checkpoint, engine  # noqa: E402
-from ranker.training.session import Session, run_training  # noqa: E402
+from ranker.native.bookkeeping import Bookkeeping
+from ranker.training import checkpoint, engine
+from ranker.training.session import Session, run_training
 
 
 def train(session: Session) -> None:
