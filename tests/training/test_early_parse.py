@@ -3,6 +3,8 @@ gives, a file changed in between is parsed again, and nothing starts where a par
 
 from __future__ import annotations
 
+import multiprocessing
+
 import numpy as np
 import pytest
 from ranker.config import parse_config
@@ -64,6 +66,24 @@ def test_a_file_changed_after_its_parse_started_is_parsed_again(tmp_path, tiny_r
     parsed = letor_processes.parse_file(path)
     assert parsed.features.shape == (3, 3)
     np.testing.assert_array_equal(parsed.qids, [1, 1, 2])
+
+
+def parse_in_child(path, results) -> None:
+    parsed = letor_processes.parse_file(path)
+    np.save(results, parsed.features)
+
+
+@pytest.mark.slow
+def test_a_forked_child_parses_for_itself_and_leaves_the_parents_parse_to_the_parent(channel, tmp_path, tiny_ranges):
+    (path,) = channels.letor_files(channel)
+    letor_processes.parse_ahead(path)
+    child = multiprocessing.get_context("fork").Process(target=parse_in_child, args=(path, tmp_path / "child.npy"))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert letor_processes.parsing_since(path) is not None  # still the parent's to collect
+    parsed = letor_processes.parse_file(path)
+    np.testing.assert_array_equal(np.load(tmp_path / "child.npy"), parsed.features)
 
 
 def run_flags(channel, tmp_path) -> list[str]:

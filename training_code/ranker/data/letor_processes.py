@@ -82,9 +82,11 @@ def parsing_since(path: Path) -> float | None:
 
 
 def _taken_ahead(path: Path) -> PendingParse | None:
-    """The parse `parse_ahead` started for `path`, if it is this process's and the file has not changed since."""
+    """The parse `parse_ahead` started for `path`, if this process started it and the file has not changed since."""
     pending = _STARTED_AHEAD.pop(path.resolve(), None)
-    if pending is None or pending.is_current():
+    if pending is None or pending.owner != os.getpid():
+        return None  # none, or a forked child's copy of its parent's: the workers are the parent's to end
+    if pending.is_current():
         return pending
     pending.abandon()
     return None
@@ -132,12 +134,12 @@ class PendingParse:
             raise
 
     def is_current(self) -> bool:
-        """Collectable here: started by this process, and the file unchanged since."""
+        """The file is as it was when the workers started reading it."""
         stat = self.path.stat()
-        return self.owner == os.getpid() and self.version == (stat.st_size, stat.st_mtime_ns)
+        return self.version == (stat.st_size, stat.st_mtime_ns)
 
     def result(self, num_features: int | None) -> ParsedRows | None:
-        """The file's rows with at least `num_features` columns, or None where scikit-learn's reader must decide."""
+        """The file's rows, `num_features` columns wide when given, or None where scikit-learn's reader must decide."""
         shared = None
         try:
             shapes = [_receive(connection, worker, self.path)
