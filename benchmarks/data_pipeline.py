@@ -392,7 +392,7 @@ def render(stages: list[StageRate], jobs: list[JobTiming], imports: list[ImportT
     baseline, one_process, ours = stages[:3]
     return (
         f"{provenance()}\n- CPU cores: {os.cpu_count()}, load average {load_at_start:.1f} at the start (other work "
-        f"on the machine lowers these figures); torch {torch.__version__}\n"
+        f"on the machine lowers these figures); {scheduling()}; torch {torch.__version__}\n"
         f"- Data: synthetic LETOR text, {args.queries:,} queries x {args.docs_per_query} documents x "
         f"{args.features} features ({text_mb:,.1f} MB of text, {shard_mb:,.1f} MB of shards); median of "
         f"{args.repeats} timed run(s); text in the page cache\n"
@@ -412,7 +412,9 @@ def render(stages: list[StageRate], jobs: list[JobTiming], imports: list[ImportT
         f"The whole shipped job on that file, against the loader alone ({len(jobs)} consecutive runs, each a fresh "
         f"interpreter, shipped defaults, CPU):\n\n{job_table(jobs)}\n\n"
         "Where each run's time went, from the `timeline:` lines it logged (ranker.training.timeline: `imported` is "
-        "the interpreter's start and the entry point's imports, `parsed` the channels read, `encoding fitted` the "
+        "the interpreter's start and the entry point's imports, `parsed` the channels read (where the entry point "
+        "started parsing before its imports, ranker.training.early_parse, the two overlap, and so do its `ingest:` "
+        "seconds and the rest), `encoding fitted` the "
         "model built and its input encoding fitted, `first step` the optimizer built and one step run, `evaluated` "
         "the final validation, `model written` the weights, config, TorchScript file and metrics.json, `exported` "
         "model.pt2, the handler and the plots, `exit` the process gone):\n\n"
@@ -421,6 +423,16 @@ def render(stages: list[StageRate], jobs: list[JobTiming], imports: list[ImportT
         "each rank runs its own loader):\n\n"
         f"{comparison}\n\n{verdict(one_thread, loader, threads, gpu_rates)}\n"
     )
+
+
+def scheduling() -> str:
+    """How this process (and so every run it times) competes for the cores: its nice value, and on Linux with
+    scheduler autogroups that of its session's group, which is what weighs it against other sessions' work."""
+    try:
+        autogroup = Path("/proc/self/autogroup").read_text().split()[-1]
+    except (OSError, IndexError):
+        return f"nice {os.nice(0)}"
+    return f"nice {os.nice(0)}, scheduler autogroup nice {autogroup}"
 
 
 def folder_megabytes(folder: Path) -> float:

@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from moto import mock_aws
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -15,6 +16,11 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # Triton kernels (ranker.gpu's) run in Triton's interpreter on the CPU: CI has no GPU. Triton reads the switch when it
 # is first imported, so it is set here, before any test module can import it.
 os.environ["TRITON_INTERPRET"] = "1"
+
+# Property tests check what holds, not how fast: on a shared 2-core machine one example can take longer than
+# Hypothesis' default deadline of 200 ms without anything being wrong. Speed is measured in benchmarks/.
+settings.register_profile("no-deadline", deadline=None)
+settings.load_profile("no-deadline")
 
 # The real LETOR sample lives outside the repository (it is not ours to copy in); CI has it beside the clone.
 LETOR_SAMPLE_DIR = Path(os.environ.get("LETOR_SAMPLE_DIR", PROJECT_ROOT.parent / "shared" / "data" / "letor-sample"))

@@ -21,6 +21,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from ranker.training import early_parse
+
+if __name__ == "__main__":
+    # Before the imports below load torch: the training text is then parsed while they run.
+    early_parse.start(sys.argv[1:], __doc__)
+
 from ranker.native.bookkeeping import Bookkeeping
 from ranker.training import checkpoint, engine
 from ranker.training.session import Session, run_training

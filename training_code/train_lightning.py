@@ -31,6 +31,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ranker.training import early_parse
+
+if __name__ == "__main__":
+    # Before the imports below load Lightning and torch: the training text is then parsed while they run.
+    early_parse.start(sys.argv[1:], __doc__)
+
 import lightning as L
 import sagemaker_distributed as distributed
 import torch

@@ -33,7 +33,7 @@ from reliability.malformed_inputs import (
 NO_SAGEMAKER = "http://127.0.0.1:9"  # nothing listens: a call that escaped the Stubber would fail too
 # The fixtures hold one trigger, one moto and one Stubber for all examples on purpose: an example leaves no state
 # behind but the manifest, which the next manifest example overwrites. No example database in the repository.
-EXAMPLES = settings(deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+EXAMPLES = settings(database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 # Ignored events publish no metric, which Powertools warns about: that is the expected outcome here.
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
 

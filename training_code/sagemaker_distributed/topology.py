@@ -11,8 +11,10 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 DEFAULT_MASTER_PORT = 7777  # the port SageMaker's training toolkit uses for its launchers
 
@@ -63,6 +65,10 @@ def _master_addr(env: Mapping[str, str]) -> str:
 
 def device_for(topology: Topology, local_rank: int | None = None) -> torch.device:
     """This process's device (or that of another `local_rank` on the host): its GPU, else the CPU."""
+    # Imported here, not at the top: the topology alone is known without torch, so a job can start work (reading its
+    # data) before it pays for torch's import.
+    import torch
+
     if torch.cuda.is_available():
         return torch.device("cuda", (topology.local_rank if local_rank is None else local_rank)
                             % torch.cuda.device_count())

@@ -47,10 +47,23 @@ def load_channel(path: Path, num_features: int | None = None, local_ranks: int =
     if not files:
         raise ValueError(f"channel {path}: no LETOR text files or binary shards found; point the channel at a folder "
                          "holding rank.train (+ rank.train.query) or the output of ranker.data.convert")
+    # A parse started ahead (`parse_ahead`) counts from its start.
+    started = min([started, *filter(None, map(letor_processes.parsing_since, files))])
     loaded = host_cache.load_once(files, num_features, lambda: _read_letor_files(files, num_features)) \
         if local_ranks > 1 else _read_letor_files(files, num_features)
     _log_ingest(path, loaded, started, text_bytes=sum(file.stat().st_size for file in files))
     return loaded
+
+
+def parse_ahead(path: Path) -> None:
+    """Starts parsing the text channel's first file in worker processes (ranker.data.letor_processes.parse_ahead), for
+    this process's `load_channel` of it, alone on its host, to collect; nothing for a shard folder or a file that
+    the vectorised parser does not read. The channel's other files wait for `load_channel`, so no more parsed rows
+    are held at once than without this."""
+    path = Path(path)
+    files = [] if shards.is_shard_dir(path) else letor_files(path)
+    if files and _parsed_fast(files[0]):
+        letor_processes.parse_ahead(files[0])
 
 
 def letor_files(path: Path) -> list[Path]:
@@ -142,9 +155,12 @@ def query_grouping(path: Path, rows: letor_parser.ParsedRows) -> tuple[np.ndarra
 
 
 def _parse_fast(path: Path, num_features: int | None) -> letor_parser.ParsedRows | None:
-    if path.suffix in _COMPRESSED or path.stat().st_size == 0:
-        return None
-    return letor_processes.parse_file(path, num_features)
+    return letor_processes.parse_file(path, num_features) if _parsed_fast(path) else None
+
+
+def _parsed_fast(path: Path) -> bool:
+    """Whether the vectorised parser reads the file (scikit-learn reads compressed and empty ones)."""
+    return path.suffix not in _COMPRESSED and path.stat().st_size > 0
 
 
 def _parse_with_scikit_learn(path: Path, num_features: int | None) -> letor_parser.ParsedRows:

@@ -10,6 +10,9 @@ scikit-learn), the result is None, as from `letor_parser.parse`.
 Workers start with `fork` while this process has not initialised CUDA (fast: nothing is imported again), and with
 `forkserver` once it has (a forked child of a CUDA process must not touch CUDA; the workers do not, but a fresh
 process is the documented rule).
+
+`parse_ahead` starts a file's workers early, before the entry point imports torch (ranker.training.early_parse): they
+parse while this process imports, and this process's next `parse_file` of that file collects their rows.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import traceback
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
@@ -46,15 +50,46 @@ class WorkerFailed(RuntimeError):
 def parse_file(path: Path, num_features: int | None = None, processes: int | None = None) -> ParsedRows | None:
     """The rows of the LETOR file at `path` parsed by up to `processes` worker processes (default: the cores of this
     process's CPU set; one per MIN_BYTES_PER_PROCESS at most, and in this process for a smaller file), or None where
-    scikit-learn's reader must decide."""
+    scikit-learn's reader must decide. A parse of the file started by `parse_ahead` is collected instead."""
+    path = Path(path)
+    pending = _taken_ahead(path)
+    if pending is None:
+        size = path.stat().st_size
+        if size < MIN_BYTES_PER_PROCESS:
+            with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as text:
+                return letor_parser.parse(text, num_features)
+        pending = PendingParse(path, _worker_count(size, processes))
+    return pending.result(num_features)
+
+
+def parse_ahead(path: Path) -> None:
+    """Starts parsing the file at `path` in worker processes now (a file that `parse_file` would parse in this process
+    is left for it), for this process's next `parse_file` of it to collect."""
     path = Path(path)
     size = path.stat().st_size
-    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as text:
-        if size < MIN_BYTES_PER_PROCESS:
-            return letor_parser.parse(text, num_features)
-        ranges = line_ranges(text, max(1, min(processes or letor_parser.available_cores(),
-                                              size // MIN_BYTES_PER_PROCESS)))
-    return _parse_in_workers(path, ranges, num_features)
+    if size >= MIN_BYTES_PER_PROCESS:
+        _STARTED_AHEAD[path.resolve()] = PendingParse(path, _worker_count(size))
+
+
+def _worker_count(size: int, processes: int | None = None) -> int:
+    return max(1, min(processes or letor_parser.available_cores(), size // MIN_BYTES_PER_PROCESS))
+
+
+def parsing_since(path: Path) -> float | None:
+    """When (`time.perf_counter`) the parse of `path` that `parse_ahead` started began; None without one."""
+    pending = _STARTED_AHEAD.get(Path(path).resolve())
+    return pending.started if pending is not None else None
+
+
+def _taken_ahead(path: Path) -> PendingParse | None:
+    """The parse `parse_ahead` started for `path`, if this process started it and the file has not changed since."""
+    pending = _STARTED_AHEAD.pop(path.resolve(), None)
+    if pending is None or pending.owner != os.getpid():
+        return None  # none, or a forked child's copy of its parent's: the workers are the parent's to end
+    if pending.is_current():
+        return pending
+    pending.abandon()
+    return None
 
 
 def line_ranges(text: bytes | mmap.mmap, parts: int) -> list[tuple[int, int]]:
@@ -73,43 +108,74 @@ def _start_method() -> str:
     return "forkserver" if cuda_initialised or "fork" not in multiprocessing.get_all_start_methods() else "fork"
 
 
-def _parse_in_workers(path: Path, ranges: list[tuple[int, int]], num_features: int | None) -> ParsedRows | None:
-    context = multiprocessing.get_context(_start_method())
-    workers, connections, shared = [], [], None
-    try:
-        for start, end in ranges:
-            ours, theirs = context.Pipe()
-            worker = context.Process(target=_work, args=(str(path), start, end, theirs), daemon=True,
-                                     name=f"letor-parser-{len(workers)}")
-            worker.start()
-            theirs.close()
-            workers.append(worker)
-            connections.append(ours)
-        shapes = [_receive(connection, worker, path) for connection, worker in zip(connections, workers)]
-        shape = RowsShape.of(shapes, num_features)
-        if shape is None:
-            return None
-        shared = _shared_file(path, shape)
-        rows = _map_rows(shared, shape)
-        first_rows = np.cumsum([0] + [piece.rows for piece in shapes])
-        for connection, first_row in zip(connections, first_rows[:-1].tolist()):
-            connection.send((shared, shape, first_row))
-        for connection, worker in zip(connections, workers):
-            _receive(connection, worker, path)
-        return rows
-    finally:
-        for connection in connections:
+class PendingParse:
+    """A file's parse under way: one worker process per byte range of whole lines, each parsing its range from the
+    moment it starts; `result` waits for them, places their rows and has them write those into the output arrays."""
+
+    def __init__(self, path: Path, processes: int):
+        self.path, self.started, self.owner = path, time.perf_counter(), os.getpid()
+        stat = path.stat()
+        self.version = (stat.st_size, stat.st_mtime_ns)
+        with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as text:
+            ranges = line_ranges(text, processes)
+        context = multiprocessing.get_context(_start_method())
+        self.workers, self.connections = [], []
+        try:
+            for start, end in ranges:
+                ours, theirs = context.Pipe()
+                worker = context.Process(target=_work, args=(str(path), start, end, theirs), daemon=True,
+                                         name=f"letor-parser-{len(self.workers)}")
+                worker.start()
+                theirs.close()
+                self.workers.append(worker)
+                self.connections.append(ours)
+        except BaseException:
+            self.abandon()
+            raise
+
+    def is_current(self) -> bool:
+        """The file is as it was when the workers started reading it."""
+        stat = self.path.stat()
+        return self.version == (stat.st_size, stat.st_mtime_ns)
+
+    def result(self, num_features: int | None) -> ParsedRows | None:
+        """The file's rows, `num_features` columns wide when given, or None where scikit-learn's reader must decide."""
+        shared = None
+        try:
+            shapes = [_receive(connection, worker, self.path)
+                      for connection, worker in zip(self.connections, self.workers)]
+            shape = RowsShape.of(shapes, num_features)
+            if shape is None:
+                return None
+            shared = _shared_file(self.path, shape)
+            rows = _map_rows(shared, shape)
+            first_rows = np.cumsum([0] + [piece.rows for piece in shapes])
+            for connection, first_row in zip(self.connections, first_rows[:-1].tolist()):
+                connection.send((shared, shape, first_row))
+            for connection, worker in zip(self.connections, self.workers):
+                _receive(connection, worker, self.path)
+            return rows
+        finally:
+            self.abandon()
+            if shared is not None:
+                os.unlink(shared)  # the parent's map keeps the pages for as long as the arrays live
+
+    def abandon(self) -> None:
+        """Ends the workers: a worker still waiting for its orders exits, one that does not is stopped."""
+        for connection in self.connections:
             with contextlib.suppress(OSError):  # a worker that has finished or died has closed its end
-                connection.send(None)  # a worker still waiting for its orders exits (forked workers hold copies
-                # of the parent's pipe ends, so closing ours alone would not wake them)
+                connection.send(None)  # (forked workers hold copies of the parent's pipe ends, so closing ours
+                # alone would not wake them)
             connection.close()
-        for worker in workers:
+        for worker in self.workers:
             worker.join(timeout=5)
             if worker.is_alive():
                 worker.terminate()
                 worker.join()
-        if shared is not None:
-            os.unlink(shared)  # the parent's map keeps the pages for as long as the arrays live
+        self.workers, self.connections = [], []
+
+
+_STARTED_AHEAD: dict[Path, PendingParse] = {}
 
 
 def _receive(connection: Connection, worker, path: Path):

@@ -40,14 +40,19 @@ class Scorer(nn.Module):
         return self.model(features)
 
 
-def save_model(model_dir: Path, model: RankingMLP, config: ModelConfig, log1p: bool, metrics: dict[str, float]) -> None:
+def save_model(model_dir: Path, model: RankingMLP, config: ModelConfig, log1p: bool,
+               metrics: dict[str, float]) -> Scorer:
+    """Writes the files above; returns the scorer the TorchScript file holds, built from the files written (what
+    `load_scorer` gives), for further exports to take without building it again."""
     model_dir = Path(model_dir)
     model_dir.mkdir(parents=True, exist_ok=True)
     state = {name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}
     save_file(state, model_dir / WEIGHTS)
     (model_dir / CONFIG).write_text(json.dumps({**dataclasses.asdict(config), "log1p": log1p}, indent=2))
-    torch.jit.save(torch.jit.script(_build_scorer(model_dir).eval()), model_dir / TORCHSCRIPT)
+    scorer = load_scorer(model_dir)
+    torch.jit.save(torch.jit.script(scorer), model_dir / TORCHSCRIPT)
     (model_dir / METRICS).write_text(json.dumps(metrics, indent=2, sort_keys=True))
+    return scorer
 
 
 def _build_scorer(model_dir: Path) -> Scorer:

@@ -18,13 +18,14 @@ EXPORTED_PROGRAM = "model.pt2"
 _EXAMPLE_DOCUMENTS = 3
 
 
-def save_exported_program(model_dir: Path) -> Path | None:
-    """Exports the scorer saved in `model_dir` for any number of documents: `[documents, features] -> [documents]`.
+def save_exported_program(model_dir: Path, scorer: export.Scorer | None = None) -> Path | None:
+    """Exports the scorer saved in `model_dir` (`scorer`: the one `export.save_model` returned, else it is loaded
+    from the folder) for any number of documents: `[documents, features] -> [documents]`.
 
     A model the running torch cannot export (torch.export's coverage grows with each release) gets no `model.pt2`
     and a log line saying why, rather than failing a finished job: the weights, TorchScript and handler serve it."""
     model_dir = Path(model_dir)
-    scorer = export.load_scorer(model_dir)
+    scorer = scorer if scorer is not None else export.load_scorer(model_dir)
     example = torch.zeros(_EXAMPLE_DOCUMENTS, _input_width(model_dir))
     documents = torch.export.Dim("documents")
     try:

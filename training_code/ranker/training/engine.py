@@ -130,6 +130,13 @@ def build_optimizer(trained: nn.Module, config: TrainConfig, device: torch.devic
     return optimizer
 
 
+def import_optimizer_machinery() -> None:
+    """What torch's optimizers import at their first use (torch._dynamo, from torch 2.1 on: a second or more of a CPU
+    host's time), imported now: called while other work runs (the text parse a job started ahead of its imports),
+    it no longer delays the first step."""
+    import torch._dynamo  # noqa: F401
+
+
 def build_scheduler(optimizer: torch.optim.Optimizer, total_steps: int, config: TrainConfig) -> PlateauDecay:
     """The learning-rate schedule of `config` over a run of at most `total_steps` steps (ranker.training.schedule)."""
     return PlateauDecay(optimizer, warmup_steps=round(total_steps * config.warmup_fraction), total_steps=total_steps,

@@ -134,6 +134,10 @@ def run_training(train: Callable[[Session], None], argv: Sequence[str], descript
             train(session)
         finally:
             distributed.shutdown()
+        # The run is over and nothing is left to collect early. What it created since the freeze (torch._dynamo's and
+        # torch.export's modules above all) would be walked by each collection the interpreter's teardown sets off:
+        # a third of a second of a CPU host's exit. Its final collection still runs, so everything is still freed.
+        gc.disable()
 
 
 def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] = os.environ) -> Session:
@@ -147,6 +151,7 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
     # Before CUDA is initialised (the process group sets the device): the text parser's worker processes can then
     # start by fork, instead of each importing this entry point again (ranker.data.letor_processes).
     timeline.mark("imported", topology.is_main)
+    engine.import_optimizer_machinery()  # while the text parse that the entry point started ahead still runs
     splits = load_splits(config, topology)
     timeline.mark("parsed", topology.is_main)
     distributed.init_process_group(backend, topology=topology, device=device, bind_device=path.bind_device)
@@ -283,9 +288,9 @@ def write_artifacts(config: RunConfig, model_config: ModelConfig, model: torch.n
     the output folder (call on rank 0 only): what every entry point leaves behind. The plots are drawn in a child
     process meanwhile."""
     plotting = plots.start_plotting(history, config.paths.output_data_dir, final_metrics)
-    export.save_model(config.paths.model_dir, model, model_config, config.data.log1p, final_metrics)
+    scorer = export.save_model(config.paths.model_dir, model, model_config, config.data.log1p, final_metrics)
     timeline.mark("model written")
-    portable.save_exported_program(config.paths.model_dir)
+    portable.save_exported_program(config.paths.model_dir, scorer)
     serving_package.write_serving_code(config.paths.model_dir)
     plotting.wait()
     timeline.mark("exported")

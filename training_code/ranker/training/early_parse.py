@@ -1,0 +1,36 @@
+"""The training channel's text parsed while the entry point imports torch.
+
+`python train_ddp.py` calls `start` before its other imports: the parser's worker processes
+(ranker.data.letor_processes) then read the text while this process imports torch, on the cores the import leaves
+idle, instead of after it; the session's `load_channel` collects their rows. Where that could waste work it starts
+nothing and the session parses as it always does: several processes on this host (one of them parses for all,
+ranker.data.host_cache), a streamed or sharded training channel, or flags the session will refuse (it reports them
+once its imports are done).
+
+This module, and everything it imports, loads without torch.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+from sagemaker_distributed.topology import detect_topology
+
+from ranker.config import ConfigError, parse_config
+from ranker.data import channels
+
+
+def start(argv: Sequence[str], description: str, env: Mapping[str, str] = os.environ) -> None:
+    """Starts parsing the training channel that `argv` and `env` name (with `description`, the entry point's help
+    text, so that `--help` reads the same from here)."""
+    try:
+        config = parse_config(argv, env, description)
+    except ConfigError:
+        return
+    if config.data.streaming or config.data.train_sharded or detect_topology(env).local_world_size > 1:
+        return
+    try:
+        channels.parse_ahead(config.data.train)
+    except OSError:
+        return  # an unreadable channel: the session's own read reports it
