@@ -93,7 +93,10 @@ def build_callbacks(config: RunConfig, metric_lines: MetricLines, best: ModelChe
     callbacks = [periodic, best, SpotInterruptionCheckpoint(last, config.train.log_every), RandomStatePerRank(),
                  metric_lines, LearningRateMonitor(logging_interval="step")]
     if config.train.early_stopping:
-        callbacks.append(EarlyStopping(monitor=SELECTION_METRIC, mode="max", patience=config.train.early_stopping))
+        # Counted after each validation, not at each training epoch's end: a run that --max-steps ends mid-epoch
+        # reaches an epoch end that no validation preceded.
+        callbacks.append(EarlyStopping(monitor=SELECTION_METRIC, mode="max", patience=config.train.early_stopping,
+                                       check_on_train_epoch_end=False))
     return callbacks
 
 

@@ -73,28 +73,30 @@ def validation_lines(stdout: str) -> list[dict[str, float]]:
     return [found for found in map(parse_metrics, stdout.splitlines()) if "val_ndcg@10" in found]
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
-def test_a_run_twice_as_long_exports_a_model_no_worse_on_validation(tmp_path, search_channels, script):
+# The learning rate at its peak from the first step, a tenth of it after every validation without a better NDCG@10:
+# the capped run trains the early-stopped run's first epochs, and a resumed run that lost the schedule's state would
+# train on at another rate.
+SCHEDULE = ["--warmup-fraction", "0", "--lr-decay-patience", "1", "--lr-decay-factor", "0.1"]
+STOPS_EARLY = ["--epochs", "30", "--early-stopping", "3", *SCHEDULE, *OVERFITTING]
+CAPPED = ["--epochs", "2", "--early-stopping", "5", *SCHEDULE, *OVERFITTING]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, search_channels) -> dict[tuple[str, str], tuple]:
+    """Each script's run that the 2-epoch cap ends and its run that early stopping ends (checkpointing at every epoch's
+    end, for the resume tests): (directories, stdout) by (script, "capped" or "stops early")."""
     train, _ = search_channels
-    exported, logged = {}, {}
-    # Given the same run capped at 6 epochs and at 12: its learning rate follows validation, not the cap (and no
-    # warm-up, a share of the cap's steps), so the longer run trains the shorter one's epochs first
-    for epochs in (6, 12):
-        dirs = run_dirs(tmp_path / str(epochs))
-        result = run_script(script, ["--train", str(train), "--epochs", str(epochs), "--warmup-fraction", "0",
-                                     *OVERFITTING, *dirs.flags()])
-        exported[epochs] = json.loads((dirs.model_dir / "metrics.json").read_text())
-        logged[epochs] = validation_lines(result.stdout)
-    # Then the longer run's exported model is at least as good on validation as the shorter one's
-    assert exported[12]["val_ndcg@10"] >= exported[6]["val_ndcg@10"]
-    for epochs in (6, 12):
-        # And each export is at least as good as every epoch the run validated, and names its epoch and step
-        assert exported[epochs]["val_ndcg@10"] >= max(line["val_ndcg@10"] for line in logged[epochs]) - 1e-6
-        steps_per_epoch = logged[epochs][0]["step"]  # the first validation comes after one epoch
-        assert 1 <= exported[epochs]["exported_epoch"] <= epochs
-        assert exported[epochs]["exported_step"] == steps_per_epoch * exported[epochs]["exported_epoch"]
-    # And in the long run the best epoch is not the last (so exporting the last weights would have been worse)
-    assert exported[12]["exported_epoch"] < 12
+    results = {}
+
+    def run(script: str, name: str, flags: list[str]) -> None:
+        dirs = run_dirs(tmp_path_factory.mktemp(f"{script}-{name.replace(' ', '-')}"))
+        results[script, name] = dirs, run_script(script, ["--train", str(train), *flags, *dirs.flags()]).stdout
+
+    for script in SCRIPTS:
+        run(script, "capped", CAPPED)
+        steps_per_epoch = int(validation_lines(results[script, "capped"][1])[0]["step"])
+        run(script, "stops early", [*STOPS_EARLY, "--checkpoint-every", str(steps_per_epoch)])
+    return results
 
 
 def epoch_validations(stdout: str) -> list[dict[str, float]]:
@@ -102,35 +104,37 @@ def epoch_validations(stdout: str) -> list[dict[str, float]]:
     return validation_lines(stdout)[:-1]
 
 
+def exported(dirs) -> dict[str, float]:
+    return json.loads((dirs.model_dir / "metrics.json").read_text())
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
-def test_early_stopping_ends_a_patience_after_the_best_validation_and_exports_it(tmp_path, search_channels, script):
-    train, _ = search_channels
-    dirs = run_dirs(tmp_path)
-    # Given a run allowed 30 epochs that stops after 2 validations in a row without a better NDCG@10
-    result = run_script(script, ["--train", str(train), "--epochs", "30", "--early-stopping", "2", *OVERFITTING,
-                                 *dirs.flags()])
-    scores = [line["val_ndcg@10"] for line in epoch_validations(result.stdout)]
+def test_early_stopping_ends_a_patience_after_the_best_validation_and_exports_it(runs, script):
+    # Given a run allowed 30 epochs that stops after 3 validations in a row without a better NDCG@10
+    dirs, stdout = runs[script, "stops early"]
+    scores = [line["val_ndcg@10"] for line in epoch_validations(stdout)]
     best_epoch = scores.index(max(scores)) + 1
-    # Then it stopped exactly 2 validations after the first epoch no later one beat, well before the cap
-    assert len(scores) == best_epoch + 2 < 30
-    # And it exported that epoch's weights
-    exported = json.loads((dirs.model_dir / "metrics.json").read_text())
-    assert exported["exported_epoch"] == best_epoch
-    assert exported["val_ndcg@10"] == pytest.approx(max(scores), abs=1e-6)
+    # Then it stopped exactly 3 validations after the first epoch no later one beat, well before the cap
+    assert len(scores) == best_epoch + 3 < 30
+    # And it exported that epoch's weights, named by epoch and step
+    steps_per_epoch = epoch_validations(stdout)[0]["step"]  # the first validation comes after one epoch
+    assert (exported(dirs)["exported_epoch"], exported(dirs)["exported_step"]) == (best_epoch,
+                                                                                   best_epoch * steps_per_epoch)
+    assert exported(dirs)["val_ndcg@10"] == pytest.approx(max(scores), abs=1e-6)
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
-def test_the_epoch_cap_ends_a_run_whose_patience_is_not_spent(tmp_path, search_channels, script):
-    train, _ = search_channels
-    dirs = run_dirs(tmp_path)
+def test_the_epoch_cap_ends_a_run_whose_patience_is_not_spent(runs, script):
     # Given a run allowed 2 epochs with a patience of 5
-    result = run_script(script, ["--train", str(train), "--epochs", "2", "--early-stopping", "5", *OVERFITTING,
-                                 *dirs.flags()])
-    # Then it trained exactly 2 epochs' steps, and exported one of them
-    lines = [found for found in map(parse_metrics, result.stdout.splitlines()) if "step" in found]
-    steps_per_epoch = validation_lines(result.stdout)[0]["step"]
+    dirs, stdout = runs[script, "capped"]
+    # Then it trained exactly 2 epochs' steps, and exported the better of its two epochs
+    lines = [found for found in map(parse_metrics, stdout.splitlines()) if "step" in found]
+    steps_per_epoch = validation_lines(stdout)[0]["step"]
     assert max(line["step"] for line in lines) == 2 * steps_per_epoch
-    assert json.loads((dirs.model_dir / "metrics.json").read_text())["exported_epoch"] in (1, 2)
+    assert exported(dirs)["val_ndcg@10"] >= max(line["val_ndcg@10"] for line in validation_lines(stdout)) - 1e-6
+    assert exported(dirs)["exported_step"] == steps_per_epoch * exported(dirs)["exported_epoch"]
+    # And the run that went on until early stopping exported a model no worse on validation
+    assert exported(runs[script, "stops early"][0])["val_ndcg@10"] >= exported(dirs)["val_ndcg@10"]
 
 
 def learning_rates(stdout: str) -> dict[int, float]:
@@ -140,20 +144,15 @@ def learning_rates(stdout: str) -> dict[int, float]:
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
-def test_the_learning_rate_drops_after_each_stalled_validation_and_not_before(tmp_path, search_channels, script):
-    train, _ = search_channels
-    dirs = run_dirs(tmp_path)
+def test_the_learning_rate_drops_after_each_stalled_validation_and_not_before(runs, script):
     # Given a run at a peak rate of 0.01 from its first step, whose rate decays tenfold after every validation that is
     # not better than the best so far (and which stops after 3 in a row)
-    result = run_script(script, ["--train", str(train), "--epochs", "30", "--early-stopping", "3", "--warmup-fraction",
-                                 "0", "--lr-decay-patience", "1", "--lr-decay-factor", "0.1", "--checkpoint-every", "1",
-                                 *OVERFITTING, *dirs.flags()])
-    validations = epoch_validations(result.stdout)
-    rates = learning_rates(result.stdout)
+    dirs, stdout = runs[script, "stops early"]
+    rates = learning_rates(stdout)
     # Then every step up to the first stalled validation ran at the peak, and each stall divided the rate by ten for
     # the steps after it (the run overfits: validation stalls within the run)
     best, decays, start = float("-inf"), 0, 0
-    for line in validations:
+    for line in epoch_validations(stdout):
         logged = [rate for step, rate in rates.items() if start < step <= line["step"]]
         assert logged and all(rate == pytest.approx(0.01 * 0.1**decays) for rate in logged), (start, rates)
         decays_before_last = decays
@@ -167,29 +166,38 @@ def test_the_learning_rate_drops_after_each_stalled_validation_and_not_before(tm
         assert saved["lr_schedulers"][0]["decays"] == decays_before_last
 
 
-def test_a_native_run_resumed_at_an_epoch_end_stops_and_exports_as_the_uninterrupted_run(tmp_path, search_channels):
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_a_step_cap_before_the_first_validation_exports_the_last_weights(tmp_path, search_channels, script):
+    # Given a run with early stopping on that --max-steps ends within its first epoch, before any validation
     train, _ = search_channels
-    # The rate decays after every stalled validation: a resumed run that lost the schedule's state would train on at
-    # another rate.
-    flags = ["--train", str(train), "--epochs", "30", "--early-stopping", "3", "--lr-decay-patience", "1",
-             *OVERFITTING]
-    probe = run_script("train_ddp.py", [*flags, *run_dirs(tmp_path / "probe").flags()])
-    steps_per_epoch = int(validation_lines(probe.stdout)[0]["step"])
-    # Given a run checkpointing at every epoch's end, which stopped early, its rate decayed by then
-    dirs = run_dirs(tmp_path / "run")
-    flags += ["--checkpoint-every", str(steps_per_epoch)]
-    first = run_script("train_ddp.py", [*flags, *dirs.flags()])
-    uninterrupted = json.loads((dirs.model_dir / "metrics.json").read_text())
+    dirs = run_dirs(tmp_path)
+    result = run_script(script, ["--train", str(train), "--max-steps", "3", "--early-stopping", "5", *OVERFITTING,
+                                 *dirs.flags()])
+    # Then it exports the weights it ended with, validated once, at the end
+    assert (exported(dirs)["exported_epoch"], exported(dirs)["exported_step"]) == (0, 3)
+    assert exported(dirs)["val_ndcg@10"] == pytest.approx(validation_lines(result.stdout)[-1]["val_ndcg@10"],
+                                                          abs=1e-6)
+
+
+def test_a_native_run_resumed_at_an_epoch_end_stops_and_exports_as_the_uninterrupted_run(tmp_path, runs,
+                                                                                         search_channels):
+    # Given a run checkpointing at every epoch's end, which stopped early
+    uninterrupted, stdout = runs["train_ddp.py", "stops early"]
+    validations = epoch_validations(stdout)
+    steps_per_epoch, last_step = int(validations[0]["step"]), int(validations[-1]["step"])
     # When it runs again from the checkpoint one epoch before it stopped (as if killed after writing it)
-    newest, previous = sorted(dirs.checkpoint_dir.glob("step-*.pt"))[::-1][:2]
-    newest.unlink()
-    shutil.rmtree(dirs.model_dir)
-    result = run_script("train_ddp.py", [*flags, *dirs.flags()])
-    # Then it resumed there, with that epoch's validation in its patience, best weights and learning-rate schedule:
-    # it trains its last epoch at the uninterrupted run's decayed rate, stops at the same step and exports the same
+    previous = f"step-{last_step - steps_per_epoch:09d}.pt"
+    dirs = run_dirs(tmp_path)
+    dirs.checkpoint_dir.mkdir(parents=True)
+    shutil.copy(uninterrupted.checkpoint_dir / previous, dirs.checkpoint_dir / previous)
+    train, _ = search_channels
+    result = run_script("train_ddp.py", ["--train", str(train), *STOPS_EARLY, "--checkpoint-every",
+                                         str(steps_per_epoch), *dirs.flags()])
+    # Then it resumed there, with that epoch's validation in its patience, best weights and learning-rate schedule: it
+    # trains its last epoch at the uninterrupted run's decayed rate, stops at the same step and exports the same
     # weights
-    assert f"resumed from {previous}" in result.stdout
+    assert f"resumed from {dirs.checkpoint_dir / previous}" in result.stdout
     resumed_rates = learning_rates(result.stdout)
-    assert resumed_rates == {step: rate for step, rate in learning_rates(first.stdout).items() if step in resumed_rates}
+    assert resumed_rates == {step: rate for step, rate in learning_rates(stdout).items() if step in resumed_rates}
     assert max(resumed_rates.values()) < 0.01
-    assert json.loads((dirs.model_dir / "metrics.json").read_text()) == uninterrupted
+    assert exported(dirs) == exported(uninterrupted)
