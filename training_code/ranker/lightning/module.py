@@ -1,5 +1,6 @@
 """The ranking MLP as a LightningModule: the loss, AdamW with the learning-rate schedule of ranker.training.schedule
-(stepped every batch, told every epoch's validation NDCG@10), and NDCG@k on the validation and test queries. The Trainer does the rest (devices, DDP, bf16 autocast, checkpoints).
+(stepped every batch, told every epoch's validation NDCG@10), and NDCG@k on the validation and test queries. The
+Trainer does the rest (devices, DDP, bf16 autocast, checkpoints).
 
 Its two configs are saved as hyperparameters, so `RankingModule.load_from_checkpoint(path)` rebuilds the model from a
 `.ckpt` alone."""
