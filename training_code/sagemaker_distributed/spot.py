@@ -24,9 +24,15 @@ class StopSignal:
     def _handle(self, signum: int, frame: object) -> None:
         self.received = True
 
+    @staticmethod
+    def alone() -> bool:
+        """Whether no other rank takes part: the process may then act on a SIGTERM at any step, with nobody to agree
+        with (in a group, ranks act only at steps where they all check)."""
+        return not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1
+
     def any_rank(self, device: torch.device | str = "cpu") -> bool:
         """Collective: whether any rank received SIGTERM (one all-reduce; call it on every rank at the same step)."""
-        if not (dist.is_available() and dist.is_initialized()):
+        if self.alone():
             return self.received
         notes = torch.tensor([float(self.received)], device=device)
         dist.all_reduce(notes, op=dist.ReduceOp.SUM)

@@ -23,7 +23,7 @@ class SpotInterruptionCheckpoint(Checkpoint):
     end of the step in which it saw the signal, so ranks that see it a step apart meet different collectives and hang
     (about one run in five of a 2-rank SIGTERM test), and its handler broadcasts from inside the signal handler,
     wherever the step is. Here the handler only notes the signal, and the ranks agree every `check_every` steps with
-    one all-reduce of that note."""
+    one all-reduce of that note; a process training alone acts on it after the step it arrived in."""
 
     def __init__(self, path: Path | None = None, check_every: int = 10):
         self.path = Path(path) if path is not None else paths.checkpoint_dir() / "last.ckpt"
@@ -35,7 +35,7 @@ class SpotInterruptionCheckpoint(Checkpoint):
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
-        if trainer.global_step % self.check_every:
+        if trainer.global_step % self.check_every and not self.stop.alone():
             return
         if self.stop.any_rank(pl_module.device):
             trainer.save_checkpoint(self.path)
