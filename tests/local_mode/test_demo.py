@@ -17,6 +17,7 @@ import torch
 from ranker.data.synthetic import generate
 from ranker.model.export import load_scorer
 from sklearn.metrics import ndcg_score
+from small_model import SMALL_MODEL
 
 from local_mode.cli import main, render_summary
 from local_mode.demo import DATASET_NAME, DemoOptions, DemoResult, demo_manifest, run_demo_job
@@ -35,8 +36,10 @@ pytestmark = pytest.mark.slow
 EPOCHS = 1
 
 
-def small_demo(tmp_path: Path, **options: Any) -> DemoOptions:
-    return DemoOptions(**{"queries": 64, "epochs": EPOCHS, "work_dir": tmp_path, **options})
+def small_demo(tmp_path: Path, hyperparameters: tuple[tuple[str, str], ...] = (), **options: Any) -> DemoOptions:
+    small_model = tuple((name, str(value)) for name, value in SMALL_MODEL.items())
+    return DemoOptions(**{"queries": 64, "epochs": EPOCHS, "work_dir": tmp_path,
+                          "hyperparameters": small_model + hyperparameters, **options})
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ import pytest
 from ranker.data.synthetic import generate, write_letor
 
 from local_mode.pipeline import LocalPipeline
+from small_model import SMALL_MODEL
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +38,7 @@ def train(pipeline: LocalPipeline, dataset: dict[str, Path], entry_point: str, d
     """A two-host torchrun job on `dataset` whose train channel is spread as `distribution` says, to its end."""
     manifest = {"training": {"entry_point": entry_point, "distribution": "torch_distributed",
                              "instance_type": "ml.g5.12xlarge", "instance_count": 2,
-                             "train_data_distribution": distribution, "hyperparameters": {"epochs": 4}}}
+                             "train_data_distribution": distribution, "hyperparameters": {"epochs": 4, **SMALL_MODEL}}}
     marker = pipeline.upload_channels(dataset, dataset="sharded", version=f"v-{uuid.uuid4().hex[:8]}",
                                       manifest=manifest)
     result = pipeline.deliver(marker)

@@ -13,12 +13,11 @@ import pytest
 from local_mode.demo import channels_of, follow_tuning_job, profiles
 from local_mode.pipeline import LocalPipeline
 from local_mode.tuning_demo import render_tuning_summary
+from small_model import SMALL_MODEL
 
 pytestmark = pytest.mark.slow
 
 RATES = (0.0005, 0.05)
-# A small model over the raw features: each trial's own work is then a fraction of starting Python and torch.
-SMALL_MODEL = {"width": 16, "num-layers": 2, "encoding": "none", "embedding-width": 0}
 RANKER_TUNING_MANIFEST = {
     "training": {"entry_point": "train_ddp.py", "distribution": "none",
                  "instance_type": profiles.DEFAULT_INSTANCE_TYPES["none"],

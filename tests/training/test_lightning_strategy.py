@@ -114,8 +114,8 @@ def forced_run(script: str, folder, channel: str, *extra: str) -> RunDirs:
     launch = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2",
               "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(FORCING_LAUNCHER),
               str(TRAINING_CODE / script)]
-    # Width 2048, 4 layers: two of FusedDataParallel's buckets, so the update is sharded (ShardedAdamW).
-    flags = ["--train", channel, "--width", "2048", "--num-layers", "4", "--dropout", "0", "--epochs", "2",
+    # 4 layers, a bucket each (the launcher's): the update is sharded (ShardedAdamW).
+    flags = ["--train", channel, "--width", "32", "--num-layers", "4", "--dropout", "0", "--epochs", "2",
              "--batch-size", "16", "--log-every", "4", *dirs.flags(), *extra]
     result = subprocess.run(launch + flags, env=script_env(), capture_output=True, text=True, timeout=300,
                             cwd=TRAINING_CODE)
