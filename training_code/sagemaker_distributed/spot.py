@@ -26,9 +26,13 @@ class StopSignal:
 
     @staticmethod
     def alone() -> bool:
-        """Whether no other rank takes part: the process may then act on a SIGTERM at any step, with nobody to agree
-        with (in a group, ranks act only at steps where they all check)."""
+        """Whether no other rank takes part: nobody to agree with on a SIGTERM."""
         return not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1
+
+    def received_alone(self) -> bool:
+        """Whether this process got SIGTERM and trains alone: it may act at any step, not only where ranks in a group
+        all check (`any_rank`). Asks nothing of the process group until a signal came."""
+        return self.received and self.alone()
 
     def any_rank(self, device: torch.device | str = "cpu") -> bool:
         """Collective: whether any rank received SIGTERM (one all-reduce; call it on every rank at the same step)."""

@@ -70,7 +70,7 @@ class Bookkeeping:
             self.epoch, self.position = self.epoch + 1, 0
         # Ranks agree on a SIGTERM where they read the metrics together; a process training alone needs no agreement
         # and stops after the step the signal arrived in, however long its steps take.
-        stopping = self.stop.received and self.stop.alone()
+        stopping = self.stop.received_alone()
         if self.step % self.config.log_every == 0 or self.step == self.total_steps:
             window, stopping = self.meter.read(self.stop.received)
             self.last_metrics = {"epoch": self.epoch, "step": self.step, **window,

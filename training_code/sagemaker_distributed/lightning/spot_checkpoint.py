@@ -35,7 +35,7 @@ class SpotInterruptionCheckpoint(Checkpoint):
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
-        if trainer.global_step % self.check_every and not self.stop.alone():
+        if trainer.global_step % self.check_every and not self.stop.received_alone():
             return
         if self.stop.any_rank(pl_module.device):
             trainer.save_checkpoint(self.path)
