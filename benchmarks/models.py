@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from benchmarks import project_code  # noqa: F401  (puts training_code on the path)
 from ranker.config import ModelConfig
 
 PLAIN_MLP, SHIPPED_MODEL = "plain MLP", "shipped model"

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks import project_code  # noqa: F401  (puts training_code on the path)
 import torch
 
 from ranker.training import engine

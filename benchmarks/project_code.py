@@ -1,17 +1,9 @@
-"""Makes the project's training package importable from the benchmarks, as the SageMaker container imports it.
+"""What the benchmarks share about the project's code: where it lives (the package puts it on the path) and the
+shape of their queries."""
 
-training_code/ is a SageMaker source dir (`ranker`, `train_lightning` at its root), not an installed package:
-import this module before any of those.
-"""
+from benchmarks import TRAINING_CODE
 
-from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-TRAINING_CODE = Path(__file__).resolve().parents[1] / "training_code"
-if str(TRAINING_CODE) not in sys.path:
-    sys.path.insert(0, str(TRAINING_CODE))
+__all__ = ["DOCS_PER_QUERY", "TRAINING_CODE"]
 
 # Benchmark queries hold 32 documents, so a batch of 8192 samples per GPU is 256 whole queries.
 DOCS_PER_QUERY = 32

@@ -204,7 +204,8 @@ def run_lightgbm(train: Path, test: Path, rounds: int, work: Path, env: dict, th
                        str(out), "--rounds", str(rounds), "--early-stopping", str(early_stopping), "--threads",
                        str(threads)],
                       Path.cwd(), env, work / f"{name}.log")  # this cwd: a relative PYTHONPATH finds LightGBM alike
-    busy = next(text.rsplit("=", 1)[1] for _, text in lines if text.startswith("lightgbm: training end"))
+    ended = next(text for _, text in lines if text.startswith("lightgbm: training end"))
+    reported = dict(item.split("=") for item in ended.split()[3:])
     held_out = np.load(out / "test_scores.npz")
     ndcg = held_out_ndcg_at_10(held_out["scores"], held_out["labels"], held_out["offsets"])
     curve = validation_curve(lines)
@@ -213,7 +214,9 @@ def run_lightgbm(train: Path, test: Path, rounds: int, work: Path, env: dict, th
                else f"{rounds} rounds")
     return Run("LightGBM lambdarank", 0, marked_events(lines, "lightgbm"), ndcg, curve=curve,
                note=f"{trained}, {LIGHTGBM_PARAMS['num_leaves']} leaves, lr {LIGHTGBM_PARAMS['learning_rate']}, "
-                    f"{threads} threads ({busy} cores busy training)")
+                    f"{threads} threads ({reported['cores_busy']} cores busy training"
+                    + (f", {reported['validation_scoring_s']} s of it scoring validation" if early_stopping else "")
+                    + ")")
 
 
 def held_out_ndcg_at_10(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> float:
