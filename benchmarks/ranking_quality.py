@@ -260,10 +260,10 @@ def render(tables: dict[str, list[tuple[Run, str]]], descriptions: dict[str, str
     if replays:
         curve_text += ("\n\nWhat each patience costs and buys, read off a run trained without early stopping (a run with "
                        "the same flags and seed trains the same weights up to its stop):\n\n" + "\n\n".join(replays))
-    return (f"{provenance(machine=machine)}\n{model_line([SHIPPED_MODEL])} (the trainers' shipped defaults: up to "
+    return (f"{provenance(machine=machine)}\n{model_line([SHIPPED_MODEL])}\n- The trainers' shipped defaults: up to "
             f"{defaults.epochs} epochs, early stopping after {defaults.early_stopping} validations without a better "
             f"NDCG@10, the learning rate times {defaults.lr_decay_factor} after each {defaults.lr_decay_patience} "
-            f"validations in a row without one)\n{data_lines}\n"
+            f"validations in a row without one\n{data_lines}\n"
             f"- Trainers: one process per {'GPU' if args.device == 'cuda' else 'CPU'} x {args.gpus}, their shipped "
             "defaults and `--test FILE`; a fifth of the training queries held out for validation, which picks the "
             f"exported weights. LightGBM: {peer_line}, the usual MSLR settings. CPU threads per run: "

@@ -49,7 +49,7 @@ def test_the_table_holds_each_run_against_lightgbm_from_the_same_dataset_with_it
     assert "| LightGBM lambdarank | - | 0.7000 | 0.7800 | 0.7800 |" in body
     assert "stopped after 50 rounds without a better NDCG@10 on their validation queries (at most 5,000)" in body
     # And the model the trainers ran, as the code ships it
-    assert f"{model_line([SHIPPED_MODEL])} (the trainers' shipped defaults: up to {TrainConfig().epochs} epochs" in body
+    assert f"{model_line([SHIPPED_MODEL])}\n- The trainers' shipped defaults: up to {TrainConfig().epochs} epochs" in body
 
 
 def test_each_patience_is_replayed_on_a_run_trained_without_early_stopping():
