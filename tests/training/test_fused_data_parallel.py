@@ -5,7 +5,6 @@ same fused layers (bf16 arithmetic); benchmarks.gpu_checks runs it with NCCL ins
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from ranker.gpu.sharded_optimizer import ShardedAdamW
 from ranker.model.losses import LOSSES
 from ranker.model.mlp import RankingMLP
 from torch import nn
+from torch_threads import cpu_threads
 
 QUERIES = 8  # per global batch: whole queries for each of 2 or 4 ranks
 STEPS = 4
@@ -29,16 +29,6 @@ MODEL = ModelConfig(num_features=12, width=16, num_layers=4, norm="layer", dropo
 # CPU LayerNorm's backward on bf16 inputs sums rows per thread, so its rounding follows the thread count (gradients
 # differ by a tenth between 1 and 2 threads): the ranks and the reference all compute on one.
 THREADS = 1
-
-
-@contextmanager
-def threads(count: int):
-    previous = torch.get_num_threads()
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def global_batch(step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -86,7 +76,7 @@ def one_process(steps: range, world_size: int) -> tuple[dict, RankingMLP, torch.
     torch.manual_seed(0)
     model = RankingMLP(MODEL)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    with threads(THREADS):
+    with cpu_threads(THREADS):
         return train(model, FusedLayers(model), optimizer, None, world_size, steps), model, optimizer
 
 
