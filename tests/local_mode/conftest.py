@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from demo_stack import DEMO_CONTEXT
+from shared_stacks import DEMO_CONTEXT
 from ranker.log_format import metric_definitions
 
 from local_mode.artifacts import tar_folder_contents

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_stacks import BORING_MODEL
 
 from local_mode.demo import DemoOptions, DemoResult, bring_your_own_context, run_demo_job
 from local_mode.moto_endpoint import MotoEndpoint
@@ -24,8 +25,7 @@ from local_mode.synthesized_app import PROJECT_ROOT
 pytestmark = pytest.mark.slow
 
 EXAMPLES = PROJECT_ROOT / "examples"
-LIGHTNING = DemoOptions(source_dir=EXAMPLES / "lightning-boring-model", entry_point="train.py",
-                        hyperparameters=(("epochs", "2"),), instance_count=2)
+LIGHTNING = dataclasses.replace(BORING_MODEL, hyperparameters=(("epochs", "2"),), instance_count=2)
 EPOCH_METRIC = json.dumps([{"Name": "epoch", "Regex": r"Epoch ([0-9]+) \|"}])
 TUTORIAL = DemoOptions(source_dir=EXAMPLES / "ddp-torchrun", entry_point="multigpu_torchrun.py",
                        hyperparameters=(("total-epochs", "3"),), metric_definitions=EPOCH_METRIC, instance_count=2)
@@ -79,6 +79,8 @@ def test_a_stock_lightning_module_trains_on_two_hosts_of_two_ranks(distribution,
     logs = host_logs(lightning_pipeline, result)
     # BoringModel: 64 samples in batches of one, split four ways -> 16 steps per epoch, 2 epochs
     assert "epochs=2 steps=32" in logs
+    # And SageMaker's metric reading found the step count in the log
+    assert result.metrics == {"steps": 32.0}
 
 
 @pytest.mark.parametrize("distribution", ["torch_distributed", "pytorchddp"])

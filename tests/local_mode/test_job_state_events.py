@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
-from demo_stack import DEMO_CONTEXT
+from shared_stacks import DEMO_CONTEXT
 
 from local_mode.event_rules import matches
 from local_mode.job_state_events import training_job_state_change_event
