@@ -219,7 +219,7 @@ def demo_pipeline(moto: MotoEndpoint, tmp_path_factory: pytest.TempPathFactory) 
         yield pipeline
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def notification_queue() -> Callable[[LocalPipeline, str], Any]:
     """`with notification_queue(pipeline, queue_name) as read:` a queue subscribed to the pipeline's notification topic;
     `read()` returns the SNS envelopes it received since the last read."""
