@@ -13,13 +13,13 @@ import json
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_stacks import PLAIN_SCRIPTS
 
 from local_mode.cli import render_summary
-from local_mode.demo import DemoOptions, DemoResult, bring_your_own_context, run_demo_job
+from local_mode.demo import DemoResult, bring_your_own_context, run_demo_job
 from local_mode.pipeline import LocalPipeline
 from local_mode.watchdog_schedule import WatchdogTiming
 
@@ -29,9 +29,7 @@ TIMING = WatchdogTiming(stall_seconds=20, period_seconds=5)
 # From a sweep's tick to its decision: a Python process starting and importing botocore and Powertools, on 2 cores
 # shared with other work.
 SWEEP_START_SECONDS = 5
-WATCHED = Path(__file__).parent / "byo" / "watched"
-HANGS = DemoOptions(source_dir=WATCHED, entry_point="hangs_after_steps.py", instance_count=2,
-                    distribution="torch_distributed")
+HANGS = dataclasses.replace(PLAIN_SCRIPTS, entry_point="hangs_after_steps.py", distribution="torch_distributed")
 
 
 def _moment(text: str) -> datetime:
@@ -41,8 +39,9 @@ def _moment(text: str) -> datetime:
 @pytest.fixture(scope="module")
 def watched_pipeline(moto, tmp_path_factory) -> Iterator[LocalPipeline]:
     # The PyTorch 2.2.0 container's rules allow torch_distributed on the demo's instance type; hosts run this Python.
+    # The stack of test_bring_your_own's plain script (one synthesis for both): the manifests name the scripts here.
     with LocalPipeline(jobs_dir=tmp_path_factory.mktemp("watched-jobs"), stop_grace_seconds=5, moto=moto,
-                       context={"framework_version": "2.2.0", **bring_your_own_context(HANGS)},
+                       context={"framework_version": "2.2.0", **bring_your_own_context(PLAIN_SCRIPTS)},
                        watchdog_timing=TIMING) as pipeline:
         yield pipeline
 
