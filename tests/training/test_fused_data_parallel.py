@@ -166,6 +166,7 @@ def ranks(request, trained) -> tuple[int, bool, list[dict]]:
     return setting.world_size, setting.sharded, results
 
 
+@pytest.mark.slow
 def test_ranks_on_parts_of_each_batch_train_like_one_process_on_the_whole_batch(ranks):
     # Given two (or four) ranks that started from different weights, each training on its part of every batch (the
     # model's four layers reduced in one, two or four buckets; all-reduced, or reduce-scattered with each rank updating
