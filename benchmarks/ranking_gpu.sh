@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The ranking benchmark's whole GPU table, for a GPU host (docs/benchmarks.md: ranking quality at the GPU size, and
-# how the recipe was chosen): LightGBM trained to convergence and the two entry points at their shipped defaults,
-# each alone on the machine, then the recipes side by side on the one GPU. A second call with the same WORK reads the
-# finished runs back and launches only the missing ones.
+# how the recipe was chosen): LightGBM trained to convergence and the two entry points, at their shipped defaults and
+# at larger batches, each alone on the machine; then the recipes, several seeds each, side by side on the one GPU.
+# A second call with the same WORK reads the finished runs back and launches only the missing ones.
 #
 #   benchmarks/ranking_gpu.sh [WORK] [DOC]      # defaults: /tmp/ranking-gpu, docs/benchmarks.md
 #
@@ -14,13 +14,19 @@ doc=${2:-docs/benchmarks.md}
 python=${PYTHON:-python3}
 # NVLink multicast stays off on shared GPU hosts.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-# Each recipe changes the flags it names from the shipped defaults, one seed each; the shipped defaults run with
-# three seeds, whose averaged scores give the ensemble's row.
+
+# Alone on the machine, so their times compare: the shipped defaults, and each entry point at larger batches.
+batches="batch-size=64;batch-size=128;batch-size=128,learning-rate=0.004"
+alone="$batches;lightning:${batches//;/;lightning:}"
+"$python" -m benchmarks.ranking_quality --size gpu --datasets search --runs native,lightning,lightgbm \
+    --variants "$alone" --work "$work" --doc "$doc"
+
+# Side by side (their times do not compare), three seeds each and their ensemble: the batch sizes; then one seed
+# each of capacity, input bins, loss, regularisation, learning rate and a longer cap.
+"$python" -m benchmarks.ranking_recipes --size gpu --variants "$batches" --seeds 0,1,2 --parallel 12 --threads 2 \
+    --work "$work" --doc "$doc" --section recipe-batch-gpu
 recipes="bins=128;width=512;width=512,bins=128;loss=graded_listwise;dropout=0;embedding-width=32"
 recipes+=";learning-rate=0.001;epochs=100,early-stopping=10"
-
-"$python" -m benchmarks.ranking_quality --size gpu --datasets search --runs native,lightning,lightgbm \
-    --work "$work" --doc "$doc"
 "$python" -m benchmarks.ranking_recipes --size gpu --variants "$recipes" --seeds 0,1,2 --variant-seeds 0 \
     --parallel 11 --threads 2 --work "$work" --doc "$doc"
 echo "ranking_gpu: done"

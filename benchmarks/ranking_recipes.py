@@ -72,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--work", type=Path, required=True, help="folder for the data, logs and models")
     parser.add_argument("--doc", type=Path, default=BENCHMARKS_DOC)
+    parser.add_argument("--section", help="docs/benchmarks.md section to write (default: recipe-ensembles-SIZE)")
     args = parser.parse_args(argv)
     seeds = [int(seed) for seed in args.seeds.split(",")]
     variant_seeds = [int(seed) for seed in (args.variant_seeds or args.seeds).split(",")]
@@ -122,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"queries, a fifth held out for validation; test NDCG@10 on a separate test file. {args.parallel} run(s) at "
             f"a time on one {'GPU' if args.device == 'cuda' else 'CPU'}\n\n{table}\n")
     print(table)
-    write_section(f"recipe-ensembles-{args.size}", f"How the recipe was chosen ({args.size.upper()} size, search-like "
+    write_section(args.section or f"recipe-ensembles-{args.size}", f"How the recipe was chosen ({args.size.upper()} size, search-like "
                   "data, seeds and their ensemble)", body, doc=args.doc)
 
 

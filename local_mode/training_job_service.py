@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from local_mode.job_runner import RunnerSettings, run_job
 from local_mode.local_clients import LOCAL_REGION, local_client
@@ -104,20 +104,13 @@ class TrainingJobService:
         return {"Tags": list(job.request.get("Tags", []))}
 
     def stop_training_job(self, params: dict[str, Any]) -> dict[str, Any]:
-        job = self.job(params["TrainingJobName"])
-        if job.status != "InProgress":
-            raise validation_error(f"The request was rejected because the training job is in status {job.status}.")
-        job.request_stop()
-        return {}
+        return request_stop(self.job(params["TrainingJobName"]), "training job")
 
     def stop_all(self) -> None:
         """Stop every running job and wait for them (local mode is shutting down)."""
         with self._lock:
-            running = [job for job in self._jobs.values() if job.status == "InProgress"]
-        for job in running:
-            job.request_stop()
-        for job in running:
-            job.finished.wait(self._settings.stop_grace_seconds + 30)
+            jobs = list(self._jobs.values())
+        stop_and_wait(jobs, self._settings.stop_grace_seconds + 30)
 
     def job(self, name: str) -> TrainingJob:
         with self._lock:
@@ -149,3 +142,30 @@ def _matches(job: TrainingJob, params: dict[str, Any]) -> bool:
             if (job.creation_time >= bound) if before else (job.creation_time <= bound):
                 return False
     return True
+
+
+class StoppableJob(Protocol):
+    """What the Stop* calls and shutdown need of a training or tuning job."""
+
+    status: str
+    finished: threading.Event
+
+    def request_stop(self) -> None: ...
+
+
+def request_stop(job: StoppableJob, kind: str) -> dict[str, Any]:
+    """A Stop* call on `job` (a training or tuning job, `kind` naming it as SageMaker does): refused unless it is
+    running, as the service refuses it."""
+    if job.status != "InProgress":
+        raise validation_error(f"The request was rejected because the {kind} is in status {job.status}.")
+    job.request_stop()
+    return {}
+
+
+def stop_and_wait(jobs: list[StoppableJob], timeout_s: float) -> None:
+    """Asks every running job of `jobs` to stop, then waits up to `timeout_s` for each to finish."""
+    running = [job for job in jobs if job.status == "InProgress"]
+    for job in running:
+        job.request_stop()
+    for job in running:
+        job.finished.wait(timeout_s)

@@ -19,7 +19,8 @@ from typing import Any
 from local_mode.local_clients import LOCAL_REGION
 from local_mode.request_validation import validate_request
 from local_mode.service_errors import ServiceError, validation_error
-from local_mode.training_job_service import Handler, TrainingJobService, check_training_request, dispatch
+from local_mode.training_job_service import (Handler, TrainingJobService, check_training_request, dispatch,
+                                             request_stop, stop_and_wait)
 from local_mode.tuning_job import Trial, TuningJob, trial_training_request
 from local_mode.tuning_search import emulation_notes, parse_ranges, trial_hyperparameters
 
@@ -111,21 +112,13 @@ class TuningJobService:
         return response
 
     def stop_tuning_job(self, params: dict[str, Any]) -> dict[str, Any]:
-        job = self.job(params["HyperParameterTuningJobName"])
-        if job.status != "InProgress":
-            raise validation_error(f"The request was rejected because the hyperparameter tuning job is in status "
-                                   f"{job.status}.")
-        job.request_stop()
-        return {}
+        return request_stop(self.job(params["HyperParameterTuningJobName"]), "hyperparameter tuning job")
 
     def stop_all(self) -> None:
         """Stop every tuning job and training job and wait for them (local mode is shutting down)."""
         with self._lock:
-            running = [job for job in self._jobs.values() if job.status == "InProgress"]
-        for job in running:
-            job.request_stop()
-        for job in running:
-            job.finished.wait(60)
+            jobs = list(self._jobs.values())
+        stop_and_wait(jobs, 60)
         self.training.stop_all()
 
     def job(self, name: str) -> TuningJob:

@@ -190,3 +190,27 @@ def test_a_variant_becomes_the_flags_it_changes_and_a_malformed_one_names_the_fi
         ranking_quality.variant_flags("torchrun:bins=8")
     with pytest.raises(ValueError, match=r"--variants: 'bins' is not flag=value; write e.g. bins=8"):
         ranking_quality.variant_flags("bins")
+
+
+def test_lightgbm_runs_before_the_trainers_and_its_row_stays_last(tmp_path, monkeypatch):
+    # The peer first, so that a call cut short by a machine's time limit keeps what every row is compared with
+    launched = []
+
+    def trainer(entry_point, gpus, train, test, epochs, work, env, flags=(), name=None):
+        launched.append(name)
+        (work / f"{name}-{gpus}" / "model").mkdir(parents=True)
+        (work / f"{name}-{gpus}" / "model" / "metrics.json").write_text('{"exported_step": 7, "exported_epoch": 1}')
+        return Run(entry_point, gpus, {"exit": 1.0}, 0.8)
+
+    def peer(train, test, rounds, work, env, threads=None, name="lightgbm", early_stopping=0):
+        launched.append(name)
+        return Run("LightGBM lambdarank", 0, {"exit": 1.0}, 0.7, note="early stopping")
+
+    monkeypatch.setattr(ranking_quality, "run_project", trainer)
+    monkeypatch.setattr(ranking_quality, "run_lightgbm", peer)
+    args = type("Args", (), {"runs": ["native", "lightning", "lightgbm"], "variants": [("native", ("--bins", "8"))],
+                             "gpus": 1, "lightgbm_rounds": 5000, "threads": None, "lightgbm_patience": 50})()
+    results = ranking_quality.run_dataset("search", tmp_path / "train", tmp_path / "test", args, tmp_path, {})
+    assert launched == ["search-lightgbm", "search-native", "search-lightning", "search-variant-bins-8"]
+    assert [run.name for run, _ in results] == ["train_ddp.py, shipped defaults", "train_lightning.py, shipped defaults",
+                                                "train_ddp.py, shipped defaults but `--bins 8`", "LightGBM lambdarank"]

@@ -166,8 +166,8 @@ class TrainConfig:
     """Optimizer steps in total; 0 means `epochs` full passes."""
     batch_size: int = field(default=0, metadata=allowed(minimum=0))
     """Queries per batch on each process (a query's documents always stay together). 0 chooses it from the training
-    queries (ranker.data.batches.auto_batch_size): 16, doubled while an epoch keeps at least 250 steps, so small
-    channels get many updates and large ones steps worth launching on a GPU (32 at 8,000 training queries)."""
+    queries (ranker.data.batches.auto_batch_size): 16, doubled while an epoch keeps at least 60 steps, so small
+    channels get many updates and large ones steps worth launching on a GPU (128 at 8,000 training queries)."""
     learning_rate: float = field(default=2e-3, metadata=allowed(above=0))
     """Peak AdamW learning rate, reached after warm-up and held until validation stalls (`lr_decay_patience`)."""
     weight_decay: float = field(default=0.01, metadata=allowed(minimum=0))

@@ -6,7 +6,6 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import botocore.session
 import pytest
 from botocore.stub import Stubber
 
@@ -17,6 +16,7 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")
 from model_registration.registry import Registry  # noqa: E402
 
 from registrar.samples import load  # noqa: E402
+from stubbed_clients import published, stubbed  # noqa: E402
 
 JOB = "ranker-web-search-2026-11-01-2fc0bef5c3"
 JOB_ARN = f"arn:aws:sagemaker:eu-west-1:123456789012:training-job/{JOB}"
@@ -39,19 +39,12 @@ class Stubs:
 
     def published(self) -> list[dict]:
         """Every SNS message, read off the client's own hook."""
-        sent: list[dict] = []
-        self.sns.client.meta.events.register("before-parameter-build.sns.Publish",
-                                             lambda params, **_: sent.append(dict(params)))
-        return sent
+        return published(self.sns.client)
 
 
 @pytest.fixture
 def stubs() -> Iterator[Stubs]:
-    session = botocore.session.get_session()
-    clients = [session.create_client(name, region_name="eu-west-1") for name in ("sagemaker", "s3", "sns")]
-    with Stubber(clients[0]) as sagemaker, Stubber(clients[1]) as s3, Stubber(clients[2]) as sns:
-        yield Stubs(sagemaker, s3, sns)
-        for stubber in (sagemaker, s3, sns):
-            stubber.assert_no_pending_responses()
+    with stubbed("sagemaker", "s3", "sns") as stubbers:
+        yield Stubs(*stubbers)
 
 

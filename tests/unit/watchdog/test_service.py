@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import botocore.session
 import pytest
 from botocore.stub import Stubber
 from job_watchdog import service
 from job_watchdog.jobs_and_logs import JobsAndLogs
 from job_watchdog.settings import settings_from_environ
 
+from stubbed_clients import published, stubbed
 from watchdog.samples import JOB, LOG_GROUP, STREAMS, TOPIC_ARN, at, stack_environ, training_job
 
 HANDLER_FILE = Path(__file__).resolve().parents[3] / "lambda" / "watchdog" / "handler.py"
@@ -64,20 +64,13 @@ class Stubs:
 
     def published(self) -> list[dict]:
         """Every SNS message, read off the client's own hook."""
-        sent: list[dict] = []
-        self.sns.client.meta.events.register("before-parameter-build.sns.Publish",
-                                             lambda params, **_: sent.append(dict(params)))
-        return sent
+        return published(self.sns.client)
 
 
 @pytest.fixture
 def stubs() -> Iterator[Stubs]:
-    session = botocore.session.get_session()
-    clients = [session.create_client(name, region_name="eu-west-1") for name in ("sagemaker", "logs", "sns")]
-    with Stubber(clients[0]) as sagemaker, Stubber(clients[1]) as logs, Stubber(clients[2]) as sns:
-        yield Stubs(sagemaker, logs, sns)
-        for stubber in (sagemaker, logs, sns):
-            stubber.assert_no_pending_responses()
+    with stubbed("sagemaker", "logs", "sns") as stubbers:
+        yield Stubs(*stubbers)
 
 
 def test_a_job_whose_hosts_fell_silent_is_stopped_and_the_team_told_which_host_when(stubs):
