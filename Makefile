@@ -38,11 +38,12 @@ $(CHECKOV_VENV)/.installed: requirements-checkov.txt constraints-checkov.txt
 
 # Lint first: it fails in seconds, before the long test run, and reports in ruff's own format.
 # Two pytest-xdist workers: much of a test's time is spent starting processes and waiting on them, not computing.
-# loadfile keeps each file's tests on one worker, so its module-scoped fixtures are built once.
+# loadfile keeps each file's tests on one worker, so its module-scoped fixtures are built once; files go out in the
+# order tests/conftest.py collects them (files with slow tests first), not re-sorted by their number of tests.
 # The 25 slowest tests are listed at the end, so a run shows where its time went.
 test: setup
 	$(PYTHON) -m ruff check .
-	$(PYTHON) -m pytest -n 2 --dist loadfile --durations=25
+	$(PYTHON) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=25
 
 demo: setup
 	$(PYTHON) -m local_mode $(ARGS)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_stacks import DEMO_CONTEXT
 from ranker.log_format import metric_definitions
 
 from local_mode.artifacts import tar_folder_contents
@@ -209,17 +210,16 @@ def letor_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def demo_pipeline(moto: MotoEndpoint, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalPipeline]:
     """The synthesized stacks on the session's moto server, the trigger and local SageMaker; one rank per host.
 
-    Synthesized for the PyTorch 2.2.0 container, the one whose rules allow every distribution, so that one stack's
-    trigger accepts the jobs of each mode the tests run (local hosts run this Python whatever the container).
+    Synthesized with DEMO_CONTEXT (local hosts run this Python whatever the container).
     """
     # A stopped job's script writes its SIGTERM checkpoint within the grace period; 30 s leaves room on a busy CPU
     # (the service itself waits up to 120 s).
     with LocalPipeline(jobs_dir=tmp_path_factory.mktemp("demo-jobs"), stop_grace_seconds=30, moto=moto,
-                       context={"framework_version": "2.2.0"}) as pipeline:
+                       context=DEMO_CONTEXT) as pipeline:
         yield pipeline
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def notification_queue() -> Callable[[LocalPipeline, str], Any]:
     """`with notification_queue(pipeline, queue_name) as read:` a queue subscribed to the pipeline's notification topic;
     `read()` returns the SNS envelopes it received since the last read."""

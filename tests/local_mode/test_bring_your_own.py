@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_stacks import BORING_MODEL, PLAIN_SCRIPTS
 
 from local_mode.demo import DemoOptions, DemoResult, bring_your_own_context, run_demo_job
 from local_mode.moto_endpoint import MotoEndpoint
@@ -24,13 +25,10 @@ from local_mode.synthesized_app import PROJECT_ROOT
 pytestmark = pytest.mark.slow
 
 EXAMPLES = PROJECT_ROOT / "examples"
-LIGHTNING = DemoOptions(source_dir=EXAMPLES / "lightning-boring-model", entry_point="train.py",
-                        hyperparameters=(("epochs", "2"),), instance_count=2)
+LIGHTNING = dataclasses.replace(BORING_MODEL, hyperparameters=(("epochs", "2"),), instance_count=2)
 EPOCH_METRIC = json.dumps([{"Name": "epoch", "Regex": r"Epoch ([0-9]+) \|"}])
 TUTORIAL = DemoOptions(source_dir=EXAMPLES / "ddp-torchrun", entry_point="multigpu_torchrun.py",
                        hyperparameters=(("total-epochs", "3"),), metric_definitions=EPOCH_METRIC, instance_count=2)
-PLAIN = DemoOptions(source_dir=Path(__file__).parent / "byo" / "plain_torchrun", entry_point="train.py",
-                    instance_count=2)
 
 
 def pipeline_for(options: DemoOptions, moto: MotoEndpoint, jobs_dir: Path) -> LocalPipeline:
@@ -79,6 +77,8 @@ def test_a_stock_lightning_module_trains_on_two_hosts_of_two_ranks(distribution,
     logs = host_logs(lightning_pipeline, result)
     # BoringModel: 64 samples in batches of one, split four ways -> 16 steps per epoch, 2 epochs
     assert "epochs=2 steps=32" in logs
+    # And SageMaker's metric reading found the step count in the log
+    assert result.metrics == {"steps": 32.0}
 
 
 @pytest.mark.parametrize("distribution", ["torch_distributed", "pytorchddp"])
@@ -98,8 +98,8 @@ def test_a_tutorial_shaped_ddp_script_trains_and_reports_its_own_metric(distribu
 def test_a_script_that_does_not_import_the_package_runs_under_torch_distributed(moto, letor_data, tmp_path,
                                                                               report_job):
     # Given a plain torch.distributed script (env:// rendezvous, gloo), bundled with nothing changed
-    with pipeline_for(PLAIN, moto, tmp_path / "jobs") as pipeline:
-        result = run(pipeline, PLAIN, "torch_distributed", letor_data, tmp_path)
+    with pipeline_for(PLAIN_SCRIPTS, moto, tmp_path / "jobs") as pipeline:
+        result = run(pipeline, PLAIN_SCRIPTS, "torch_distributed", letor_data, tmp_path)
 
         # Then torchrun's variables were enough: one world of four, and the model in model.tar.gz
         assert result.status == "Completed", report_job(pipeline.jobs_dir, result.job_name, result.failure_reason)

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
+from shared_stacks import DEMO_CONTEXT
 
 from local_mode.event_rules import matches
 from local_mode.job_state_events import training_job_state_change_event
@@ -26,7 +27,8 @@ def _description(status: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def registration_pattern() -> dict[str, Any]:
-    template = json.loads(next(synthesize().glob("*-pipeline.template.json")).read_text())
+    # The demo pipeline's stack: the rule does not depend on the container, and the session synthesizes it once.
+    template = json.loads(next(synthesize(context=DEMO_CONTEXT).glob("*-pipeline.template.json")).read_text())
     # The registrar's rules: one for training jobs, one for tuning jobs (tests/local_mode/test_tuning_demo.py)
     patterns = [resource["Properties"]["EventPattern"] for logical_id, resource in template["Resources"].items()
                 if resource["Type"] == "AWS::Events::Rule" and logical_id.startswith("ModelRegistration")

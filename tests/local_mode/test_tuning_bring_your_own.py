@@ -11,21 +11,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from shared_stacks import BORING_MODEL
 
 from local_mode.demo import DemoOptions, TriggerRefused, bring_your_own_context, run_tuning_demo_job
 from local_mode.moto_endpoint import MotoEndpoint
 from local_mode.pipeline import LocalPipeline
-from local_mode.synthesized_app import PROJECT_ROOT
 from local_mode.tuning_demo import render_tuning_summary
 
 pytestmark = pytest.mark.slow
 
 # BoringModel: 64 samples in batches of one; on one process every epoch is 64 steps, and train.py prints the total.
 STEPS_PER_EPOCH = 64
-STEPS_METRIC = json.dumps([{"Name": "steps", "Regex": "steps=([0-9]+)"}])
 RANGES = {"epochs": {"type": "integer", "min": 1, "max": 3}}
-LIGHTNING = DemoOptions(source_dir=PROJECT_ROOT / "examples" / "lightning-boring-model", entry_point="train.py",
-                        distribution="none", metric_definitions=STEPS_METRIC)
+# Its metric definitions read `steps` only.
+LIGHTNING = dataclasses.replace(BORING_MODEL, distribution="none")
 
 
 @pytest.fixture(scope="module")

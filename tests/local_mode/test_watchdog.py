@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_stacks import PLAIN_SCRIPTS
 
 from local_mode.cli import render_summary
-from local_mode.demo import DemoOptions, bring_your_own_context, run_demo_job
+from local_mode.demo import DemoResult, bring_your_own_context, run_demo_job
 from local_mode.pipeline import LocalPipeline
 from local_mode.watchdog_schedule import WatchdogTiming
 
@@ -28,9 +29,7 @@ TIMING = WatchdogTiming(stall_seconds=20, period_seconds=5)
 # From a sweep's tick to its decision: a Python process starting and importing botocore and Powertools, on 2 cores
 # shared with other work.
 SWEEP_START_SECONDS = 5
-WATCHED = Path(__file__).parent / "byo" / "watched"
-HANGS = DemoOptions(source_dir=WATCHED, entry_point="hangs_after_steps.py", instance_count=2,
-                    distribution="torch_distributed")
+HANGS = dataclasses.replace(PLAIN_SCRIPTS, entry_point="hangs_after_steps.py", distribution="torch_distributed")
 
 
 def _moment(text: str) -> datetime:
@@ -40,25 +39,47 @@ def _moment(text: str) -> datetime:
 @pytest.fixture(scope="module")
 def watched_pipeline(moto, tmp_path_factory) -> Iterator[LocalPipeline]:
     # The PyTorch 2.2.0 container's rules allow torch_distributed on the demo's instance type; hosts run this Python.
+    # The stack of test_bring_your_own's plain script (one synthesis for both): the manifests name the scripts here.
     with LocalPipeline(jobs_dir=tmp_path_factory.mktemp("watched-jobs"), stop_grace_seconds=5, moto=moto,
-                       context={"framework_version": "2.2.0", **bring_your_own_context(HANGS)},
+                       context={"framework_version": "2.2.0", **bring_your_own_context(PLAIN_SCRIPTS)},
                        watchdog_timing=TIMING) as pipeline:
         yield pipeline
 
 
-@pytest.fixture
-def notifications(watched_pipeline, notification_queue) -> Iterator[Any]:
-    """A queue subscribed to the notification topic; yields a reader of its messages."""
-    with notification_queue(watched_pipeline, "watchdog-notifications") as read:
-        yield read
+@dataclasses.dataclass(frozen=True)
+class WatchedJobs:
+    hung: DemoResult
+    steady: DemoResult
+    published: dict[str, list[dict[str, Any]]]
+    """The notification topic's messages while both ran, by the job they are about."""
+    read_later: Callable[[], list[dict[str, Any]]]
+    """Reads what the topic publishes after that."""
 
 
-def test_a_hung_two_host_job_is_stopped_within_the_silence_plus_one_period(watched_pipeline, notifications,
-                                                                           letor_data, tmp_path):
+@pytest.fixture(scope="module")
+def watched_jobs(watched_pipeline, notification_queue, letor_data, tmp_path_factory) -> Iterator[WatchedJobs]:
+    """A hung 2-host job and a 2-host job that keeps logging on one host only, run side by side: each of them waits out
+    wall-clock silences longer than the watchdog allows, so together they wait once."""
     # Given a 2-host job whose script logs three steps on rank 0 (algo-1), its start on algo-2, then hangs
-    # When its dataset lands and the trigger starts it, while the watchdog runs on its schedule
-    result = run_demo_job(watched_pipeline, dataclasses.replace(HANGS, work_dir=tmp_path), letor_data)
+    hung = dataclasses.replace(HANGS, work_dir=tmp_path_factory.mktemp("hung"))
+    # and a 2-host job logging a step a second on algo-1 for 30 s while algo-2 stays silent after its start: longer
+    # than the allowed silence, so the watchdog sweeps it several times
+    steady = dataclasses.replace(HANGS, entry_point="logs_steadily.py", hyperparameters=(("steps", "30"),),
+                                 work_dir=tmp_path_factory.mktemp("steady"))
+    with notification_queue(watched_pipeline, "watchdog-notifications") as read:
+        # When their datasets land and the trigger starts them, while the watchdog runs on its schedule
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            results = list(pool.map(lambda options: run_demo_job(watched_pipeline, options, letor_data),
+                                    (hung, steady)))
+        published: dict[str, list[dict[str, Any]]] = {}
+        while messages := read():
+            for message in messages:
+                published.setdefault(json.loads(message["Message"])["job_name"], []).append(message)
+        yield WatchedJobs(*results, published=published, read_later=read)
 
+
+def test_a_hung_two_host_job_is_stopped_within_the_silence_plus_one_period(watched_pipeline, watched_jobs):
+    result = watched_jobs.hung
     # Then the watchdog stopped it
     assert result.status == "Stopped", result.failure_reason
     stop = watched_pipeline.stopped_by_watchdog(result.job_name)
@@ -74,7 +95,7 @@ def test_a_hung_two_host_job_is_stopped_within_the_silence_plus_one_period(watch
     assert abs((stopping["StartTime"] - _moment(stop["stopped_at"])).total_seconds()) < SWEEP_START_SECONDS
 
     # And the team is told once: which job, which host's stream fell silent first, and when each host last logged
-    [published] = notifications()
+    [published] = watched_jobs.published.get(result.job_name, [])
     message = json.loads(published["Message"])
     assert published["Subject"] == f"Stalled training job stopped: {result.job_name}"
     assert (message["job_name"], message["first_silent_host"]) == (result.job_name, "algo-2")
@@ -90,20 +111,17 @@ def test_a_hung_two_host_job_is_stopped_within_the_silence_plus_one_period(watch
 
     # And a later sweep leaves the stopped job alone: nothing stopped, nothing published again
     assert watched_pipeline.sweep()["stopped"] == []
-    assert notifications() == []
+    assert watched_jobs.read_later() == []
     assert watched_pipeline.watchdog_errors == []
 
 
-def test_a_job_that_keeps_logging_on_one_host_is_left_alone(watched_pipeline, notifications, letor_data, tmp_path):
-    # Given a 2-host job logging a step a second on algo-1 for 30 s while algo-2 stays silent after its start: longer
-    # than the allowed silence, so the watchdog sweeps it several times
-    steady = dataclasses.replace(HANGS, entry_point="logs_steadily.py", hyperparameters=(("steps", "30"),),
-                                 work_dir=tmp_path)
-    # When it runs
-    result = run_demo_job(watched_pipeline, steady, letor_data)
+def test_a_job_that_keeps_logging_on_one_host_is_left_alone(watched_pipeline, watched_jobs):
+    result = watched_jobs.steady
     # Then it completes untouched, and the only message is the registrar's about its model
     assert result.status == "Completed", result.failure_reason
     assert watched_pipeline.stopped_by_watchdog(result.job_name) is None
-    assert [message["Subject"].split(":")[0] for message in notifications()] == [
+    assert [message["Subject"].split(":")[0] for message in watched_jobs.published.get(result.job_name, [])] == [
         "Model registered, pending approval"]
+    # and nothing was published about a job other than the two
+    assert set(watched_jobs.published) <= {watched_jobs.hung.job_name, result.job_name}
     assert watched_pipeline.watchdog_errors == []

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
+from training_launch import TWO_RANKS, RunDirs, run_dirs, run_script
+
+ENTRY_POINTS = ("train_ddp.py", "train_lightning.py")
 
 
 @pytest.fixture(scope="session")
@@ -15,3 +21,32 @@ def synthetic_channel(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("synthetic")
     write_letor(generate(num_queries=64, docs_per_query=8, num_features=12, seed=3), folder)
     return folder
+
+
+@pytest.fixture(scope="session")
+def two_rank_runs(tmp_path_factory, synthetic_channel) -> dict[str, tuple[RunDirs, subprocess.CompletedProcess]]:
+    """Both entry points on the synthetic channel with TWO_RANKS' flags, 2 gloo ranks each under torchrun, by script.
+
+    Several test files read these runs (none writes to them): a test session runs them once. Under pytest-xdist the
+    first worker to ask runs them in the folder its workers share while the others wait on a file lock, then read
+    its folders and output (the synthetic channel is the same in every worker: generated from one seed).
+    """
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    folder = shared / "two-rank-runs"
+    with (shared / "two-rank-runs.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "complete").is_file():
+            for script in ENTRY_POINTS:
+                dirs = run_dirs(folder / script)
+                result = run_script(script, ["--train", str(synthetic_channel), *TWO_RANKS, *dirs.flags()], nproc=2)
+                (folder / script / "stdout.txt").write_text(result.stdout)
+                (folder / script / "stderr.txt").write_text(result.stderr)
+            (folder / "complete").touch()
+    return {script: _finished_run(folder / script, script) for script in ENTRY_POINTS}
+
+
+def _finished_run(folder: Path, script: str) -> tuple[RunDirs, subprocess.CompletedProcess]:
+    stdout, stderr = (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text()
+    return run_dirs(folder), subprocess.CompletedProcess(script, 0, stdout, stderr)

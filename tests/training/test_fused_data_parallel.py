@@ -5,7 +5,7 @@ same fused layers (bf16 arithmetic); benchmarks.gpu_checks runs it with NCCL ins
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,6 +19,7 @@ from ranker.gpu.sharded_optimizer import ShardedAdamW
 from ranker.model.losses import LOSSES
 from ranker.model.mlp import RankingMLP
 from torch import nn
+from torch_threads import cpu_threads
 
 QUERIES = 8  # per global batch: whole queries for each of 2 or 4 ranks
 STEPS = 4
@@ -29,16 +30,6 @@ MODEL = ModelConfig(num_features=12, width=16, num_layers=4, norm="layer", dropo
 # CPU LayerNorm's backward on bf16 inputs sums rows per thread, so its rounding follows the thread count (gradients
 # differ by a tenth between 1 and 2 threads): the ranks and the reference all compute on one.
 THREADS = 1
-
-
-@contextmanager
-def threads(count: int):
-    previous = torch.get_num_threads()
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def global_batch(step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -86,7 +77,7 @@ def one_process(steps: range, world_size: int) -> tuple[dict, RankingMLP, torch.
     torch.manual_seed(0)
     model = RankingMLP(MODEL)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    with threads(THREADS):
+    with cpu_threads(THREADS):
         return train(model, FusedLayers(model), optimizer, None, world_size, steps), model, optimizer
 
 
@@ -126,22 +117,56 @@ def train_rank(rank: int, world_size: int, store_path: str, results: str, bucket
 TWO_BUCKETS = 300 * 4
 
 
-@pytest.fixture(scope="module", params=[(2, BUCKET_BYTES, False, False), (2, 1, False, False),
-                                        (2, TWO_BUCKETS, True, True), (2, 1, True, True), (4, TWO_BUCKETS, True, True),
-                                        (2, BUCKET_BYTES, True, False)],
-                ids=["one bucket", "a bucket per layer", "two buckets, sharded update", "a bucket per layer, sharded",
-                     "four ranks, two buckets, sharded (padded shards across layer boundaries)",
-                     "one bucket: sharding asked for, the update stays whole"])
-def ranks(request, tmp_path_factory) -> tuple[int, bool, list[dict]]:
-    folder = tmp_path_factory.mktemp("fused-dp")
-    world_size, bucket_bytes, shard, sharded = request.param
-    mp.spawn(train_rank, args=(world_size, str(folder / "store"), str(folder), bucket_bytes, shard),
-             nprocs=world_size, join=True)
-    results = [torch.load(folder / f"rank{rank}.pt") for rank in range(world_size)]
-    assert [result["sharded"] for result in results] == [sharded] * world_size
-    return world_size, sharded, results
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    world_size: int
+    bucket_bytes: int
+    shard: bool  # asked for
+    sharded: bool  # expected
 
 
+SETTINGS = [
+    Setting("one bucket", 2, BUCKET_BYTES, False, False),
+    Setting("a bucket per layer", 2, 1, False, False),
+    Setting("two buckets, sharded update", 2, TWO_BUCKETS, True, True),
+    Setting("a bucket per layer, sharded", 2, 1, True, True),
+    Setting("four ranks, two buckets, sharded (padded shards across layer boundaries)", 4, TWO_BUCKETS, True, True),
+    Setting("one bucket: sharding asked for, the update stays whole", 2, BUCKET_BYTES, True, False),
+]
+
+
+def train_settings(rank: int, world_size: int, folder: str, settings: list[Setting]) -> None:
+    """One rank of each setting in turn, each in a process group of its own: starting a process (importing torch and
+    ranker, the fused layers' first call) costs more than a setting's training."""
+    for index, setting in enumerate(settings):
+        results = Path(folder) / str(index)
+        results.mkdir(exist_ok=True)
+        train_rank(rank, world_size, str(results / "store"), str(results), setting.bucket_bytes, setting.shard)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> dict[str, list[dict]]:
+    """Every setting's ranks' results, by setting name: one spawn of processes per world size."""
+    trained = {}
+    for world_size in sorted({setting.world_size for setting in SETTINGS}):
+        folder = tmp_path_factory.mktemp(f"fused-dp-{world_size}-ranks")
+        settings = [setting for setting in SETTINGS if setting.world_size == world_size]
+        mp.spawn(train_settings, args=(world_size, str(folder), settings), nprocs=world_size, join=True)
+        for index, setting in enumerate(settings):
+            trained[setting.name] = [torch.load(folder / str(index) / f"rank{rank}.pt") for rank in range(world_size)]
+    return trained
+
+
+@pytest.fixture(scope="module", params=SETTINGS, ids=[setting.name for setting in SETTINGS])
+def ranks(request, trained) -> tuple[int, bool, list[dict]]:
+    setting = request.param
+    results = trained[setting.name]
+    assert [result["sharded"] for result in results] == [setting.sharded] * setting.world_size
+    return setting.world_size, setting.sharded, results
+
+
+@pytest.mark.slow
 def test_ranks_on_parts_of_each_batch_train_like_one_process_on_the_whole_batch(ranks):
     # Given two (or four) ranks that started from different weights, each training on its part of every batch (the
     # model's four layers reduced in one, two or four buckets; all-reduced, or reduce-scattered with each rank updating

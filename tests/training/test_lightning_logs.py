@@ -14,25 +14,10 @@ from ranker.lightning.module import RankingModule
 from ranker.log_format import parse_metrics
 from ranker.model.export import load_scorer
 from sagemaker_distributed.lightning.console import LIGHTNING_INFO_LOGGER, quiet_lightning_console
-from training_launch import TINY_MODEL_FLAGS, run_dirs, run_script
-
-# 64 queries, 2 ranks x 4 queries: 6 steps an epoch, 3 epochs, a metric line every 4 steps.
-TWO_RANKS = ["--batch-size", "4", "--epochs", "3", "--loss", "pointwise", *TINY_MODEL_FLAGS]
 
 # A Python warning as printed: `path/to/module.py:LINE: [Category: ]message`.
 WARNING_LINE = re.compile(r"\.py:\d+: ")
 ADVERTISEMENT = re.compile(r"Tip:|litlogger|litmodels|lightning\.ai", re.IGNORECASE)
-
-
-@pytest.fixture(scope="module")
-def two_rank_runs(tmp_path_factory, synthetic_channel):
-    """Both entry points on the same data and flags, 2 gloo ranks each under torchrun."""
-    runs = {}
-    for script in ("train_ddp.py", "train_lightning.py"):
-        dirs = run_dirs(tmp_path_factory.mktemp(script))
-        runs[script] = (dirs, run_script(script, ["--train", str(synthetic_channel), *TWO_RANKS, *dirs.flags()],
-                                         nproc=2))
-    return runs
 
 
 def metric_lines(output: str) -> list[dict[str, float]]:

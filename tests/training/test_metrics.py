@@ -8,6 +8,7 @@ import torch
 from ranker.data.channels import RankingData
 from ranker.model.metrics import NDCG_CUTOFFS, ndcg_means, ndcg_per_query, ndcg_sums
 from sklearn.metrics import ndcg_score
+from torch_threads import cpu_threads
 
 
 def random_queries(seed: int, num_queries: int = 30) -> RankingData:
@@ -71,11 +72,8 @@ def test_evaluation_on_a_cpu_scores_every_query_once_whatever_its_threads_and_ba
     queries = DeviceQueries.from_data(data, torch.device("cpu"))
     threads = torch.get_num_threads()
     # When engine.evaluate scores them on 3 threads, and the model scores all of them in one call
-    torch.set_num_threads(3)
-    try:
+    with cpu_threads(3):
         totals = engine.evaluate(model, queries, 0, 1, pairwise_logistic_loss).tolist()
-    finally:
-        torch.set_num_threads(threads)
     with torch.no_grad():
         scores = model.eval()(queries.features)
     # Then the totals are those of every query once, and the caller's thread count is back

@@ -18,14 +18,12 @@ from ranker.data.channels import load_channel, split_queries
 from ranker.log_format import parse_metrics
 from ranker.model.export import load_scorer
 from ranker.model.metrics import ndcg_per_query
-from training_launch import TINY_MODEL_FLAGS, TRAINING_CODE, command, free_port, run_dirs, run_script, script_env
+from training_launch import (TINY_MODEL_FLAGS, TRAINING_CODE, TWO_RANKS, command, free_port, run_dirs, run_script,
+                             script_env)
 
 pytestmark = pytest.mark.slow
 
-# 64 queries, 2 ranks x 4 queries: 8 steps an epoch; 3 epochs. The pointwise loss, because the listwise loss is
-# blind to per-query score shifts: parameters that only shift scores get rounding-noise gradients, which Adam
-# amplifies to step-sized differences between any two reduction orders (1 rank vs 2), however correct both are.
-TWO_RANKS = ["--batch-size", "4", "--epochs", "3", "--loss", "pointwise", *TINY_MODEL_FLAGS]
+# TWO_RANKS' global batch on one rank.
 ONE_RANK_SAME_GLOBAL_BATCH = ["--batch-size", "8", "--epochs", "3", "--loss", "pointwise", *TINY_MODEL_FLAGS]
 
 
@@ -41,13 +39,12 @@ def channel_flags(synthetic_channel):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, channel_flags):
-    """Each (script, processes) run once: 2 ranks x batch B, and 1 rank x batch 2B."""
-    results = {}
-    for script in ("train_ddp.py", "train_lightning.py"):
-        for nproc, flags in ((2, TWO_RANKS), (1, ONE_RANK_SAME_GLOBAL_BATCH)):
-            dirs = run_dirs(tmp_path_factory.mktemp(f"{script}-{nproc}"))
-            results[script, nproc] = (dirs, run_script(script, channel_flags + flags + dirs.flags(), nproc))
+def runs(tmp_path_factory, channel_flags, two_rank_runs):
+    """Each (script, processes) run once: 2 ranks x batch B (the session's two_rank_runs), and 1 rank x batch 2B."""
+    results = {(script, 2): run for script, run in two_rank_runs.items()}
+    for script in two_rank_runs:
+        dirs = run_dirs(tmp_path_factory.mktemp(f"{script}-1"))
+        results[script, 1] = (dirs, run_script(script, channel_flags + ONE_RANK_SAME_GLOBAL_BATCH + dirs.flags()))
     return results
 
 

@@ -19,6 +19,10 @@ TRAINING_CODE = Path(__file__).resolve().parents[2] / "training_code"
 
 # Small enough that a 2-rank run takes seconds on 2 CPU cores; no dropout so ranks need not share RNG streams.
 TINY_MODEL_FLAGS = ["--width", "16", "--num-layers", "3", "--dropout", "0", "--log-every", "4"]
+# 64 queries, 2 ranks x 4 queries, 3 epochs. The pointwise loss, because the listwise loss is blind to per-query score
+# shifts: parameters that only shift scores get rounding-noise gradients, which Adam amplifies to step-sized
+# differences between any two reduction orders (1 rank vs 2), however correct both are.
+TWO_RANKS = ["--batch-size", "4", "--epochs", "3", "--loss", "pointwise", *TINY_MODEL_FLAGS]
 
 
 @dataclass(frozen=True)
