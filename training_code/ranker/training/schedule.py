@@ -66,7 +66,7 @@ class PlateauDecay(LRScheduler):
         if self.stalled_validations < self.decay_patience:
             return
         self.decays, self.stalled_validations = self.decays + 1, 0
-        self._last_lr = [base * self.factor(self.last_epoch) for base in self.base_lrs]
+        self._last_lr = self.get_lr()
         for group, rate in zip(self.optimizer.param_groups, self._last_lr):
             if isinstance(group["lr"], torch.Tensor):  # a captured step reads the rate from this tensor
                 group["lr"].fill_(rate)
