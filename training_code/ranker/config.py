@@ -199,8 +199,9 @@ class TrainConfig:
     """Run the model through `torch.compile`."""
     cuda_graph: bool = True
     """On GPU, capture the whole step (forward, backward, all-reduce, optimizer) as a CUDA graph and replay it: one
-    launch per step instead of ~150. Eager on CPU and with `--compile true`. train_ddp.py only: train_lightning.py
-    runs Lightning's own step, eagerly."""
+    launch per step instead of ~150. Eager on CPU and with `--compile true`. train_lightning.py in one process
+    replays the forward, loss and backward, and runs Lightning's optimizer step eagerly; across processes its step is
+    eager."""
     precision: str = field(default="bf16", metadata=allowed(choices=("bf16", "fp32")))
     """Training arithmetic on GPU: `bf16` autocast (tensor cores, no loss scaling) or `fp32` (for checking
     numerics). CPU runs always use float32."""

@@ -16,10 +16,16 @@ What capture needs, and where it comes from:
   each parameter's gradient accumulator, which remembers the stream it was made on, and capture fails if that is the
   default stream (`use_capture_stream`, called where the run starts).
 The warm-up steps train on real batches, so a captured run sees exactly the batches an eager run sees.
+
+`CapturedLoss` is the same idea for a loop that runs the backward pass and the optimizer itself (Lightning's
+automatic optimization): the forward pass with the loss, and its backward, captured by PyTorch's own
+`torch.cuda.make_graphed_callables`; the loop's `loss.backward()` replays the backward graph, and its optimizer step
+stays eager (fused AdamW: a few launches).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import torch
@@ -75,3 +81,56 @@ class CapturedStep:
         with torch.cuda.graph(self.graph, stream=torch.cuda.current_stream(self.device)):
             self.update(self.static_batch)
         self.graph.replay()
+
+
+class _TrainingLoss(nn.Module):
+    """The batch's loss as one module, so that the graph holds the loss's kernels too and the model's parameters are
+    the graph's (make_graphed_callables takes a module's parameters as inputs)."""
+
+    def __init__(self, model: nn.Module, loss_function: Callable[[torch.Tensor, torch.Tensor, torch.Tensor],
+                                                                  torch.Tensor]):
+        super().__init__()
+        self.model, self.loss_function = model, loss_function
+
+    def forward(self, features: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.loss_function(self.model(features), labels, mask)
+
+
+class CapturedLoss:
+    """The training loss of a batch, with a backward pass, from CUDA graphs captured on the first batch and replayed for
+    every later batch of its shapes (a batch of other shapes runs eagerly). `autocast` makes the context the graphs
+    are captured in: autocast without its weight cache, which capture refuses. The optimizer is the caller's.
+
+    A plain object, not a module: held by a module, it would add the loss module's keys to that module's state dict."""
+
+    def __init__(self, model: nn.Module, loss_function: Callable[[torch.Tensor, torch.Tensor, torch.Tensor],
+                                                                 torch.Tensor],
+                 device: torch.device, autocast: Callable[[], contextlib.AbstractContextManager]):
+        self.loss = _TrainingLoss(model, loss_function)
+        self.device, self.autocast = device, autocast
+        self.shapes: tuple[torch.Size, ...] | None = None
+
+    def __call__(self, batch: Batch) -> torch.Tensor:
+        if self.shapes is None:
+            self._capture(batch)
+        if tuple(tensor.shape for tensor in batch) != self.shapes:
+            features, labels, mask = batch
+            return self.loss.loss_function(self.loss.model(features), labels, mask)
+        # In training mode the graphed module replays; make_graphed_callables runs the eager forward in eval mode.
+        return self.loss(*batch)
+
+    def _capture(self, batch: Batch) -> None:
+        # The warm-up and the capture draw dropout masks: the random state is put back, so that the first replay
+        # draws the masks an eager first step would (a replay advances the generator as the eager step does).
+        random_state = torch.cuda.get_rng_state(self.device)
+        # The parameters' gradient-accumulation nodes belong to the stream they were made on, which is not the one
+        # make_graphed_callables captures on, nor the one the training runs on: each backward then orders one stream
+        # after the other (a device-side event, no host wait), which newer torch warns about. Here it is how
+        # make_graphed_callables works, so not worth a warning.
+        quiet = getattr(torch.autograd.graph, "set_warn_on_accumulate_grad_stream_mismatch", None)
+        if quiet is not None:
+            quiet(False)
+        with self.autocast():
+            torch.cuda.make_graphed_callables(self.loss, tuple(batch), allow_unused_input=True)
+        torch.cuda.set_rng_state(random_state, self.device)
+        self.shapes = tuple(tensor.shape for tensor in batch)

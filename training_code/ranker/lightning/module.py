@@ -21,6 +21,7 @@ from torchmetrics import MeanMetric, MetricCollection
 
 from ranker.config import ModelConfig, TrainConfig
 from ranker.data.batches import Batch
+from ranker.gpu.captured_step import CapturedLoss
 from ranker.model.losses import LOSSES
 from ranker.model.metrics import NDCG_CUTOFFS, ndcg_per_query
 from ranker.training import engine
@@ -72,6 +73,8 @@ class RankingModule(L.LightningModule):
         self.model = engine.build_model(model_config, torch.device("cpu"))
         self.loss_function = LOSSES[train_config.loss]
         self.training_wrapper: TrainingWrapper | None = None
+        self.captured_loss: CapturedLoss | None = None
+        """Where the training step replays its forward, loss and backward from CUDA graphs (`configure_model`)."""
         self.validation_metrics = query_means("val", with_loss=True)
         self.test_metrics = query_means("test", with_loss=False)
         # One query of one document: the model summary shows each layer's sizes and FLOPs per document.
@@ -86,16 +89,22 @@ class RankingModule(L.LightningModule):
     def configure_model(self) -> None:
         """Lightning's hook for shaping the model before the strategy wraps it: the training step runs the fused
         kernels this device's path takes, as the native loop's does (the strategy may then put FusedDataParallel
-        around the model instead, ranker.lightning.strategy). Validation and test score the plain model, as the native
+        around the model instead, ranker.lightning.strategy), and in one process on a GPU replays its forward, loss
+        and backward from CUDA graphs (`--cuda-graph`). Validation and test score the plain model, as the native
         loop's do."""
         if self.train_config.compile:  # Inductor fuses instead
             return
         if self._trainer is None:  # load_from_checkpoint builds the module to score, not to train
             return
-        path = engine.training_path(self.train_config, self.trainer.strategy.root_device, self.trainer.world_size)
+        device = self.trainer.strategy.root_device
+        path = engine.training_path(self.train_config, device, self.trainer.world_size)
         trained = engine.with_fused_kernels(self.model, path, self.train_config)
         if trained is not self.model:
             self.train_through(trained)
+        # One process only: across processes the strategy's DDP or FusedDataParallel's update beside the backward pass
+        # runs Python inside the backward, which a replay would skip.
+        if path.cuda_graph and self.trainer.world_size == 1:
+            self.captured_loss = engine.captured_loss(trained, self.loss_function, device, self.train_config)
 
     def train_through(self, wrapper: nn.Module) -> None:
         """Runs the training steps through `wrapper` (around `self.model`) and builds the optimizer for it; called
@@ -111,6 +120,8 @@ class RankingModule(L.LightningModule):
         return self.model(features)
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
+        if self.captured_loss is not None:
+            return self.captured_loss(batch)
         features, labels, mask = batch
         return self.loss_function(self.trained(features), labels, mask)
 

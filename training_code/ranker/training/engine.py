@@ -22,7 +22,7 @@ from torch.nn.parallel import DistributedDataParallel
 from ranker.config import ModelConfig, TrainConfig
 from ranker.data.batches import Batch, DeviceQueries
 from ranker.gpu import fast_paths
-from ranker.gpu.captured_step import CapturedStep, use_capture_stream
+from ranker.gpu.captured_step import CapturedLoss, CapturedStep, use_capture_stream
 from ranker.gpu.fast_paths import TrainingPath
 from ranker.gpu.fused_data_parallel import FusedDataParallel
 from ranker.gpu.fused_embedding import FusedEmbedding, fusable
@@ -200,6 +200,13 @@ def step_function(model: nn.Module, optimizer: torch.optim.Optimizer,
         meter.steps += 1
 
     return step
+
+
+def captured_loss(model: nn.Module, loss_function: LossFunction, device: torch.device,
+                  config: TrainConfig) -> CapturedLoss:
+    """The loss of `model` on a batch, forward and backward replayed from CUDA graphs: for a loop that runs its own
+    backward pass and optimizer (Lightning's), where `uses_cuda_graph` and the loop runs one process."""
+    return CapturedLoss(model, loss_function, device, lambda: autocast(device, config.precision, cache_enabled=False))
 
 
 def learning_rate(scheduler: torch.optim.lr_scheduler.LRScheduler) -> float:
