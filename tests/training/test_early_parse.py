@@ -1,9 +1,11 @@
-"""The training text parsed ahead of the entry point's imports: the rows collected are those a parse at load time
+"""The channels' text parsed ahead of the entry point's imports: the rows collected are those a parse at load time
 gives, a file changed in between is parsed again, and nothing starts where a parse ahead could waste work."""
 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import time
 
 import numpy as np
 import pytest
@@ -58,6 +60,23 @@ def test_rows_parsed_ahead_are_the_rows_a_parse_at_load_time_gives(channel, tiny
 
 
 @pytest.mark.slow
+def test_workers_started_ahead_yield_the_cpu_to_the_imports_they_run_beside(channel, tiny_ranges, collected):
+    (path,) = channels.letor_files(channel)
+    letor_processes.parse_ahead(path)
+    collected.append(path)
+    # The workers wait for the parent's orders once they have parsed their ranges: alive until collected
+    workers = [child for child in multiprocessing.active_children() if child.name.startswith("letor-parser-")]
+    assert workers
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    expected = {min(ours + letor_processes.AHEAD_NICENESS, 19)}
+    deadline = time.monotonic() + 30  # each worker lowers its own priority as it starts
+    while {os.getpriority(os.PRIO_PROCESS, worker.pid) for worker in workers} != expected:
+        assert time.monotonic() < deadline, "the workers started ahead kept the parent's priority"
+        time.sleep(0.01)
+    assert os.getpriority(os.PRIO_PROCESS, 0) == ours
+
+
+@pytest.mark.slow
 def test_a_file_changed_after_its_parse_started_is_parsed_again(tmp_path, tiny_ranges):
     path = tmp_path / "rank.train"
     path.write_text("2 qid:1 1:0.5\n0 qid:1 2:0.25\n")
@@ -94,19 +113,22 @@ def run_flags(channel, tmp_path) -> list[str]:
 @pytest.mark.slow
 def test_a_lone_process_loads_the_rows_it_started_parsing_before_its_imports(channel, tmp_path, tiny_ranges,
                                                                               collected):
-    # Given the parse started as the entry point starts it
-    argv = run_flags(channel, tmp_path)
+    # Given the parse of the training and test channels started as the entry point starts it
+    test_channel = tmp_path / "test"
+    write_letor(generate(num_queries=12, docs_per_query=5, num_features=9, seed=6), test_channel, with_qid=True)
+    argv = run_flags(channel, tmp_path) + ["--test", str(test_channel)]
     config = parse_config(argv, SINGLE_PROCESS)
     expected = load_splits(config, detect_topology(SINGLE_PROCESS))
     early_parse.start(argv, "", SINGLE_PROCESS)
-    (path,) = channels.letor_files(channel)
-    collected.append(path)
-    assert letor_processes.parsing_since(path) is not None
+    paths = [*channels.letor_files(channel), *channels.letor_files(test_channel)]
+    collected.extend(paths)
+    assert all(letor_processes.parsing_since(path) is not None for path in paths)
     # When the session loads its data
     splits = load_splits(config, detect_topology(SINGLE_PROCESS))
     # Then it took the rows parsed ahead, and they split as those parsed at load time do
-    assert letor_processes.parsing_since(path) is None
-    for part, expected_part in ((splits.train, expected.train), (splits.validation, expected.validation)):
+    assert all(letor_processes.parsing_since(path) is None for path in paths)
+    for part, expected_part in ((splits.train, expected.train), (splits.validation, expected.validation),
+                                (splits.test, expected.test)):
         np.testing.assert_array_equal(part.features, expected_part.features)
         np.testing.assert_array_equal(part.labels, expected_part.labels)
         np.testing.assert_array_equal(part.query_offsets, expected_part.query_offsets)

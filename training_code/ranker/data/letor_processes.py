@@ -41,6 +41,9 @@ MIN_BYTES_PER_PROCESS = 32 << 20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 # How long the parent waits for a worker's next message before it calls the worker lost.
 WORKER_TIMEOUT_S = 1800.0
+# The niceness of workers started ahead (`parse_ahead`): the parent's imports, which the job waits for as much as for
+# the parse, keep a core of their own however many workers there are.
+AHEAD_NICENESS = 10
 
 
 class WorkerFailed(RuntimeError):
@@ -68,7 +71,7 @@ def parse_ahead(path: Path) -> None:
     path = Path(path)
     size = path.stat().st_size
     if size >= MIN_BYTES_PER_PROCESS:
-        _STARTED_AHEAD[path.resolve()] = PendingParse(path, _worker_count(size))
+        _STARTED_AHEAD[path.resolve()] = PendingParse(path, _worker_count(size), niceness=AHEAD_NICENESS)
 
 
 def _worker_count(size: int, processes: int | None = None) -> int:
@@ -112,7 +115,7 @@ class PendingParse:
     """A file's parse under way: one worker process per byte range of whole lines, each parsing its range from the
     moment it starts; `result` waits for them, places their rows and has them write those into the output arrays."""
 
-    def __init__(self, path: Path, processes: int):
+    def __init__(self, path: Path, processes: int, niceness: int = 0):
         self.path, self.started, self.owner = path, time.perf_counter(), os.getpid()
         stat = path.stat()
         self.version = (stat.st_size, stat.st_mtime_ns)
@@ -123,7 +126,7 @@ class PendingParse:
         try:
             for start, end in ranges:
                 ours, theirs = context.Pipe()
-                worker = context.Process(target=_work, args=(str(path), start, end, theirs), daemon=True,
+                worker = context.Process(target=_work, args=(str(path), start, end, theirs, niceness), daemon=True,
                                          name=f"letor-parser-{len(self.workers)}")
                 worker.start()
                 theirs.close()
@@ -236,8 +239,9 @@ def _keep_freed_memory() -> None:
         mallopt(_M_TRIM_THRESHOLD, 1 << 30)
 
 
-def _work(path: str, start: int, end: int, connection: Connection) -> None:
+def _work(path: str, start: int, end: int, connection: Connection, niceness: int = 0) -> None:
     """A worker: parse text[start:end], send its shape, then write its rows where the parent says."""
+    os.nice(niceness)
     _keep_freed_memory()
     try:
         with open(path, "rb") as handle:

@@ -1,8 +1,10 @@
-"""The training channel's text parsed while the entry point imports torch.
+"""The channels' text parsed while the entry point imports torch (and Lightning).
 
 `python train_ddp.py` calls `start` before its other imports: the parser's worker processes
-(ranker.data.letor_processes) then read the text while this process imports torch, on the cores the import leaves
-idle, instead of after it; the session's `load_channel` collects their rows. Where that could waste work it starts
+(ranker.data.letor_processes) then read the training, validation and test text while this process imports, on the
+cores the import leaves idle, instead of after it; the session's `load_channel` collects their rows. The imports can
+outlast the parse (Lightning's do on a GPU host: they pull in torchmetrics and whatever its optional domains find
+installed), so the test channel, which the session reads only after the training channel, is started too. Where that could waste work it starts
 nothing and the session parses as it always does: several processes on this host (one of them parses for all,
 ranker.data.host_cache), a streamed or sharded training channel, or flags the session will refuse (it reports them
 once its imports are done).
@@ -30,7 +32,10 @@ def start(argv: Sequence[str], description: str, env: Mapping[str, str] = os.env
         return
     if config.data.streaming or config.data.train_sharded or detect_topology(env).local_world_size > 1:
         return
-    try:
-        channels.parse_ahead(config.data.train)
-    except OSError:
-        return  # an unreadable channel: the session's own read reports it
+    for channel in (config.data.train, config.data.validation, config.data.test):
+        if channel is None:
+            continue
+        try:
+            channels.parse_ahead(channel)
+        except OSError:
+            continue  # an unreadable channel: the session's own read reports it
