@@ -21,11 +21,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from ranker.training import early_parse
+from ranker.training import collector, early_parse
 
 if __name__ == "__main__":
-    # Before the imports below load torch: the training text is then parsed while they run.
+    # Before the imports below load torch: the training text is then parsed while they run, and the garbage
+    # collector leaves the objects they create alone (ranker.training.collector).
     early_parse.start(sys.argv[1:], __doc__)
+    collector.pause()
 
 from ranker.native.bookkeeping import Bookkeeping
 from ranker.training import checkpoint, engine

@@ -31,11 +31,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ranker.training import early_parse
+from ranker.training import collector, early_parse
 
 if __name__ == "__main__":
-    # Before the imports below load Lightning and torch: the training text is then parsed while they run.
+    # Before the imports below load Lightning and torch: the training text is then parsed while they run, and the
+    # garbage collector leaves the objects they create alone (ranker.training.collector).
     early_parse.start(sys.argv[1:], __doc__)
+    collector.pause()
 
 import lightning as L
 import sagemaker_distributed as distributed
@@ -166,12 +168,16 @@ def exported_from(best_path: str) -> dict[str, int]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    with failure_reported(usage_errors=(ConfigError,)):
-        config = parse_config(sys.argv[1:] if argv is None else argv, os.environ, __doc__)
-        try:
-            train(config)
-        finally:
-            distributed.shutdown()
+    collector.freeze_imports()
+    try:
+        with failure_reported(usage_errors=(ConfigError,)):
+            config = parse_config(sys.argv[1:] if argv is None else argv, os.environ, __doc__)
+            try:
+                train(config)
+            finally:
+                distributed.shutdown()
+    finally:
+        collector.thaw()
 
 
 if __name__ == "__main__":

@@ -30,3 +30,17 @@ def test_importing_train_ddp_loads_none_of_the_sometimes_needed_modules():
 def test_neither_entry_point_loads_the_streaming_loader_or_scikit_learn_at_import(module):
     # Lightning itself imports torchmetrics (and through it scipy and matplotlib) and torch._dynamo
     assert not modules_loaded_by(module) & {"ranker.data.streaming", "sklearn"}
+
+
+
+@pytest.mark.parametrize("entry_point", ["train_ddp.py", "train_lightning.py"])
+def test_an_entry_point_collects_garbage_again_once_its_imports_are_done(entry_point, tmp_path):
+    # Run as a job runs it (the collector paused for the imports), with a flag the run refuses once they are done
+    probe = ("import atexit, gc, runpy, sys; atexit.register(lambda: print('collecting', gc.isenabled())); "
+             f"sys.argv = [{entry_point!r}, '--epochs', '0', '--train', {str(tmp_path)!r}]; "
+             f"runpy.run_path({entry_point!r}, run_name='__main__')")
+    finished = subprocess.run([sys.executable, "-c", probe], cwd=TRAINING_CODE, env=script_env(), capture_output=True,
+                              text=True, timeout=120)
+    # Then the run failed on the flag alone, with the collector on again at exit
+    assert finished.returncode == 2 and finished.stderr.strip().startswith("error: --epochs")
+    assert finished.stdout.split("collecting ")[-1].strip() == "True"

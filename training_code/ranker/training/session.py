@@ -28,7 +28,7 @@ from ranker.model.losses import SHIFT_INVARIANT_LOSSES
 from ranker.model.metrics import ndcg_means
 from ranker.model.mlp import RankingMLP
 from ranker.serving import package as serving_package
-from ranker.training import engine, plots, timeline
+from ranker.training import collector, engine, plots, timeline
 from ranker.training.checkpoint import seed_everything
 
 
@@ -128,7 +128,7 @@ def run_training(train: Callable[[Session], None], argv: Sequence[str], descript
         # What exists by now (the imported modules, torch's above all) lives as long as the process: collections
         # need not walk it again. Each full collection would, the interpreter's final ones at exit too (on a CPU
         # host, a second of a short job).
-        gc.freeze()
+        collector.freeze_imports()
         session = start_session(argv, description)
         try:
             train(session)
