@@ -52,7 +52,7 @@ from ranker.lightning.module import RankingModule
 from ranker.lightning.strategy import FusedDataParallelStrategy
 from ranker.log_format import format_metrics
 from ranker.training.checkpoint import seed_everything
-from ranker.training import engine
+from ranker.training import engine, timeline
 from ranker.training.selection import SELECTION_METRIC, exported_weights_note
 from ranker.training.session import agree_on_splits, load_splits, model_config_for, write_artifacts
 from sagemaker_distributed import Topology
@@ -127,9 +127,11 @@ def has_checkpoint(folder: Path) -> bool:
 def train(config: RunConfig) -> None:
     quiet_lightning_console()
     topology = distributed.detect_topology()
+    timeline.mark("imported", topology.is_main)
     seed_everything(config.train.seed, topology.rank)  # each rank its own dropout masks; DDP starts from rank 0's weights
     # Read before CUDA is initialised, as the native loop does (ranker.training.session.start_session).
     splits = load_splits(config, topology)
+    timeline.mark("parsed", topology.is_main)
     # Joined here rather than by the strategy, which finds the group and uses it: on a sharded training channel the
     # ranks agree on the data before the model exists.
     distributed.init_process_group(config.train.backend, topology=topology)
@@ -138,10 +140,12 @@ def train(config: RunConfig) -> None:
     module = RankingModule(model_config_for(config, data.num_features), config.train)
     # A resumed run loads the fitted encoding with the rest of the weights.
     engine.fit_encoding(module.model, data.encoding_rows, config.train.seed)
+    timeline.mark("encoding fitted", topology.is_main)
     metric_lines, best = MetricLines(config.train.log_every), best_checkpoint(config)
     trainer = build_trainer(config, topology, build_callbacks(config, metric_lines, best), build_loggers(config))
     trainer.fit(torch.compile(module) if config.train.compile else module, datamodule=datamodule,
                 ckpt_path="last" if has_checkpoint(config.paths.checkpoint_dir) else None)
+    timeline.mark("trained", topology.is_main)
 
     # validate() loads the best weights into the module: what test() scores and the artifacts hold. A run stopped by
     # --max-steps before its first epoch ended validated nothing yet: its last weights are all there is.
@@ -150,6 +154,7 @@ def train(config: RunConfig) -> None:
              **trainer.validate(module, datamodule=datamodule, ckpt_path=best_path, verbose=False)[0]}
     if datamodule.has_test:
         final.update(trainer.test(module, datamodule=datamodule, verbose=False)[0])
+    timeline.mark("evaluated", topology.is_main)
     exported = exported_from(best_path) if best_path else {"exported_step": trainer.global_step,
                                                            "exported_epoch": metric_lines.completed_epochs(trainer)}
     MetricLines.report(trainer, module, exported_weights_note(exported["exported_step"], exported["exported_epoch"]))

@@ -1,5 +1,5 @@
 """What a user of train_lightning.py sees and keeps: a log without warnings or advertisements, metric lines numbered
-like train_ddp.py's, and a `.ckpt` that rebuilds the model on its own."""
+like train_ddp.py's, the same timeline of phases, and a `.ckpt` that rebuilds the model on its own."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from ranker.data.channels import load_channel
 from ranker.lightning.module import RankingModule
 from ranker.log_format import parse_metrics
 from ranker.model.export import load_scorer
+from ranker.training import timeline
 from sagemaker_distributed.lightning.console import LIGHTNING_INFO_LOGGER, quiet_lightning_console
 
 # A Python warning as printed: `path/to/module.py:LINE: [Category: ]message`.
@@ -46,6 +47,14 @@ def test_both_trainers_number_every_metric_line_alike(two_rank_runs):
     for ours, theirs in zip(lightning, native):
         for name in (name for name in ours if name.startswith("val_")):
             assert ours[name] == pytest.approx(theirs[name], abs=1e-5), name
+
+
+@pytest.mark.slow
+def test_both_trainers_mark_every_phase_of_the_timeline_in_order(two_rank_runs):
+    for entry_point in ("train_ddp.py", "train_lightning.py"):
+        marks = timeline.read(two_rank_runs[entry_point][1].stdout)
+        assert list(marks) == list(timeline.PHASES), entry_point
+        assert list(marks.values()) == sorted(marks.values()), entry_point
 
 
 @pytest.mark.slow

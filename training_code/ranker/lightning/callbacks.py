@@ -14,6 +14,7 @@ from lightning.pytorch.trainer.states import TrainerFn
 from ranker.data.batches import Batch
 from ranker.log_format import format_metrics
 from ranker.training.checkpoint import rng_state, set_rng_state
+from ranker.training import timeline
 from ranker.training.meter import TrainingMeter
 
 
@@ -33,6 +34,8 @@ class MetricLines(L.Callback):
         # The loss and document sums stay on the device until a line is due: no host sync on the other steps.
         self.meter = TrainingMeter(pl_module.device)
         self.total_steps = trainer.estimated_stepping_batches
+        self.first_step = trainer.global_step + 1
+        """The first step this process runs (after a resumed one's checkpoint)."""
         if trainer.ckpt_path:
             self.report(trainer, pl_module, f"resumed from {trainer.ckpt_path} at step {trainer.global_step}")
 
@@ -40,6 +43,8 @@ class MetricLines(L.Callback):
                            batch_idx: int) -> None:
         self.meter.add(outputs["loss"], batch[2])
         self.meter.steps += 1
+        if trainer.global_step == self.first_step:
+            timeline.mark("first step", trainer.is_global_zero)
         if trainer.global_step % self.log_every and trainer.global_step < self.total_steps:
             return
         window, _ = self.meter.read(stop_requested=False)
