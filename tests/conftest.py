@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 from moto import mock_aws
+from ranker.training import collector
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,6 +25,21 @@ settings.load_profile("no-deadline")
 
 # The real LETOR sample lives outside the repository (it is not ours to copy in); CI has it beside the clone.
 LETOR_SAMPLE_DIR = Path(os.environ.get("LETOR_SAMPLE_DIR", PROJECT_ROOT.parent / "shared" / "data" / "letor-sample"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The garbage collector is paused while the test modules import (torch, Lightning, the CDK, moto...), and what
+    they made is then frozen out of every later collection, as a training job does with its imports: a worker's full
+    collections would otherwise walk those objects again and again for the whole run."""
+    collector.pause()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    collector.freeze_imports()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    collector.thaw()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
