@@ -49,11 +49,14 @@ def test_a_two_rank_job_trains_to_metrics(profile, distribution, launcher, entry
     # When the toolkit installs the requirements and launches two ranks
     clean = {name: value for name, value in os.environ.items()
              if not name.startswith(("SM_", "SAGEMAKER_", "PYTHON", "VIRTUAL_ENV"))}
+    # On one host the toolkit starts torchrun without --master_port, which then listens on 29500 unless PET_MASTER_PORT
+    # names another: two such jobs on two test workers would otherwise race for that one port.
+    port = str(free_port())
     returncode, output = _run_job(
         [str(env.python), str(TOOLKIT_JOB), str(bundle), launcher, str(RANKS)],
         env={**clean, "PATH": f"{env.bin_dir}:{clean.get('PATH', '')}", "SAGEMAKER_BASE_DIR": str(host.root),
              "SM_STUDIO_LOCAL_MODE": "true", "TRAINING_JOB_NAME": "parity", "MASTER_ADDR": "127.0.0.1",
-             "MASTER_PORT": str(free_port()), "OMP_NUM_THREADS": "1"})
+             "MASTER_PORT": port, "PET_MASTER_PORT": port, "OMP_NUM_THREADS": "1"})
     # Then it exits cleanly and rank 0 wrote metrics.json with a real ranking score
     assert returncode == 0, output[-6000:]
     metrics = json.loads((host.model_dir / "metrics.json").read_text())
