@@ -32,7 +32,6 @@ def test_neither_entry_point_loads_the_streaming_loader_or_scikit_learn_at_impor
     assert not modules_loaded_by(module) & {"ranker.data.streaming", "sklearn"}
 
 
-
 @pytest.mark.parametrize("entry_point", ["train_ddp.py", "train_lightning.py"])
 def test_an_entry_point_collects_garbage_again_once_its_imports_are_done(entry_point, tmp_path):
     # Run as a job runs it (the collector paused for the imports), with a flag the run refuses once they are done

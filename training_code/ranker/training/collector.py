@@ -1,4 +1,4 @@
-"""Python's cyclic garbage collector around an entry point's imports.
+"""Python's cyclic garbage collector around an entry point's imports, and at its end.
 
 An entry point's imports (torch; Lightning, which brings torchmetrics and, through it, whatever optional domains it
 finds installed, torchvision and transformers in the AWS containers) create hundreds of thousands of objects that live
@@ -31,3 +31,11 @@ def thaw() -> None:
     collection at exit then frees the frozen objects too. Triton's bindings count their objects at exit and print each
     one left in a reference cycle as a leak."""
     gc.unfreeze()
+
+
+def leave_to_exit() -> None:
+    """At the end of a run that succeeded: nothing is left to collect early. What the run created since the freeze
+    (torch._dynamo's and torch.export's modules above all) would be walked by each collection the interpreter's
+    teardown sets off: a third of a second of a CPU host's exit. Its final collection still runs, so everything is
+    still freed."""
+    gc.disable()

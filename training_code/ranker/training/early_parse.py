@@ -4,10 +4,10 @@
 (ranker.data.letor_processes) then read the training, validation and test text while this process imports, on the
 cores the import leaves idle, instead of after it; the session's `load_channel` collects their rows. The imports can
 outlast the parse (Lightning's do on a GPU host: they pull in torchmetrics and whatever its optional domains find
-installed), so the test channel, which the session reads only after the training channel, is started too. Where that could waste work it starts
-nothing and the session parses as it always does: several processes on this host (one of them parses for all,
-ranker.data.host_cache), a streamed or sharded training channel, or flags the session will refuse (it reports them
-once its imports are done).
+installed), so the test channel, which the session reads only after the training channel, is started too. Where
+that could waste work it starts nothing and the session parses as it always does: several processes on this host (one
+of them parses for all, ranker.data.host_cache), a streamed or sharded training channel, or flags the session will
+refuse (it reports them once its imports are done).
 
 This module, and everything it imports, loads without torch.
 """

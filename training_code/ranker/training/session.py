@@ -4,7 +4,6 @@ and place the data, and at the end write the artifacts (rank 0 only)."""
 from __future__ import annotations
 
 import dataclasses
-import gc
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -134,10 +133,7 @@ def run_training(train: Callable[[Session], None], argv: Sequence[str], descript
             train(session)
         finally:
             distributed.shutdown()
-        # The run is over and nothing is left to collect early. What it created since the freeze (torch._dynamo's and
-        # torch.export's modules above all) would be walked by each collection the interpreter's teardown sets off:
-        # a third of a second of a CPU host's exit. Its final collection still runs, so everything is still freed.
-        gc.disable()
+        collector.leave_to_exit()
 
 
 def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] = os.environ) -> Session:
