@@ -34,12 +34,16 @@ def test_neither_entry_point_loads_the_streaming_loader_or_scikit_learn_at_impor
 
 @pytest.mark.parametrize("entry_point", ["train_ddp.py", "train_lightning.py"])
 def test_an_entry_point_collects_garbage_again_once_its_imports_are_done(entry_point, tmp_path):
-    # Run as a job runs it (the collector paused for the imports), with a flag the run refuses once they are done
+    # Run as a job runs it (the collector paused for the imports), on a training folder found empty once they are done
+    empty_channel = tmp_path / "train"
+    empty_channel.mkdir()
+    flags = ["--train", str(empty_channel), "--model-dir", str(tmp_path / "model"), "--output-data-dir",
+             str(tmp_path / "output"), "--checkpoint-dir", str(tmp_path / "checkpoints")]
     probe = ("import atexit, gc, runpy, sys; atexit.register(lambda: print('collecting', gc.isenabled())); "
-             f"sys.argv = [{entry_point!r}, '--epochs', '0', '--train', {str(tmp_path)!r}]; "
-             f"runpy.run_path({entry_point!r}, run_name='__main__')")
+             f"sys.argv = [{entry_point!r}, *{flags!r}]; runpy.run_path({entry_point!r}, run_name='__main__')")
     finished = subprocess.run([sys.executable, "-c", probe], cwd=TRAINING_CODE, env=script_env(), capture_output=True,
                               text=True, timeout=120)
-    # Then the run failed on the flag alone, with the collector on again at exit
-    assert finished.returncode == 2 and finished.stderr.strip().startswith("error: --epochs")
+    # Then the run failed after its imports, on the folder, with the collector on again at exit
+    assert "timeline: imported" in finished.stdout
+    assert finished.returncode == 1 and "no LETOR text files" in finished.stderr.strip().splitlines()[-1]
     assert finished.stdout.split("collecting ")[-1].strip() == "True"

@@ -4,7 +4,7 @@ An entry point's imports (torch; Lightning, which brings torchmetrics and, throu
 finds installed, torchvision and transformers in the AWS containers) create hundreds of thousands of objects that live
 as long as the process. Each collection that runs while they are being created walks every one made so far: paused,
 `import lightning` takes 4.5-5.0 s instead of 5.7-6.7 s of CPU on a 2-core host. Frozen afterwards, they are left out
-of every later collection, the interpreter's last ones at exit included.
+of every later collection.
 
 This module imports nothing beyond the standard library: the entry points import it before torch.
 """
@@ -27,15 +27,9 @@ def freeze_imports() -> None:
 
 
 def thaw() -> None:
-    """At the end of a run that imported Triton (Lightning does, through torch._dynamo): the interpreter's last
-    collection at exit then frees the frozen objects too. Triton's bindings count their objects at exit and print each
-    one left in a reference cycle as a leak."""
+    """At the end of the entry point's `main`, success or failure: what was frozen goes back to the collector, for a
+    caller that goes on in this process (a test, a user's own driver) and for the interpreter's teardown, whose last
+    collection then frees it (Triton's bindings, which Lightning loads through torch._dynamo, print each of their
+    objects still frozen in a reference cycle at exit as a leak). A run that succeeded skips the teardown
+    (ranker.training.fast_exit)."""
     gc.unfreeze()
-
-
-def leave_to_exit() -> None:
-    """At the end of a run that succeeded: nothing is left to collect early. What the run created since the freeze
-    (torch._dynamo's and torch.export's modules above all) would be walked by each collection the interpreter's
-    teardown sets off: a third of a second of a CPU host's exit. Its final collection still runs, so everything is
-    still freed."""
-    gc.disable()

@@ -123,17 +123,18 @@ def evaluation_part(owned: bool, rank: int, world_size: int) -> tuple[int, int]:
 def run_training(train: Callable[[Session], None], argv: Sequence[str], description: str) -> None:
     """What both entry points' `main` does around its loop: report a failure where SageMaker reads it, start the
     session, train, and leave the process group on success and failure alike."""
-    with failure_reported(usage_errors=(ConfigError,)):
-        # What exists by now (the imported modules, torch's above all) lives as long as the process: collections
-        # need not walk it again. Each full collection would, the interpreter's final ones at exit too (on a CPU
-        # host, a second of a short job).
-        collector.freeze_imports()
-        session = start_session(argv, description)
-        try:
-            train(session)
-        finally:
-            distributed.shutdown()
-        collector.leave_to_exit()
+    # What exists by now (the imported modules, torch's above all) lives as long as the process: collections need
+    # not walk it again.
+    collector.freeze_imports()
+    try:
+        with failure_reported(usage_errors=(ConfigError,)):
+            session = start_session(argv, description)
+            try:
+                train(session)
+            finally:
+                distributed.shutdown()
+    finally:
+        collector.thaw()
 
 
 def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] = os.environ) -> Session:
