@@ -108,7 +108,6 @@ def test_config_error_is_a_value_error_so_existing_handlers_still_catch_it():
     assert issubclass(ConfigError, ValueError)
 
 
-@pytest.mark.slow  # each run imports torch (and Lightning) before parsing: seconds
 @pytest.mark.parametrize("script", ["train_ddp.py", "train_lightning.py"])
 @pytest.mark.parametrize(("flags", "line"), [
     (["--dropout", "1.5"], "--dropout: bad value 1.5: use a number >= 0 and < 1"),

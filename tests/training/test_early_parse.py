@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -16,7 +18,7 @@ from ranker.training import early_parse
 from ranker.training.session import load_splits
 from sagemaker_distributed.topology import detect_topology
 
-from training_launch import script_env
+from training_launch import TRAINING_CODE, script_env
 
 SINGLE_PROCESS = script_env()
 
@@ -137,11 +139,24 @@ def test_a_lone_process_loads_the_rows_it_started_parsing_before_its_imports(cha
 @pytest.mark.parametrize("extra_flags, env", [
     ([], script_env(RANK="0", WORLD_SIZE="2", LOCAL_RANK="0", LOCAL_WORLD_SIZE="2")),  # a host parses once for all
     (["--streaming", "true"], SINGLE_PROCESS),  # streamed runs read shards
-    (["--epochs", "0"], SINGLE_PROCESS),  # refused by the session, which reports it after its imports
-], ids=["two-local-ranks", "streaming", "bad-flag"])
+], ids=["two-local-ranks", "streaming"])
 def test_nothing_is_parsed_ahead_where_it_could_waste_work(channel, tmp_path, tiny_ranges, collected, extra_flags,
                                                            env):
     early_parse.start(run_flags(channel, tmp_path) + extra_flags, "", env)
     (path,) = channels.letor_files(channel)
     collected.append(path)
     assert letor_processes.parsing_since(path) is None
+
+
+def test_a_flag_the_run_refuses_ends_the_process_before_torch_is_imported(channel, tmp_path):
+    # Given an entry point's first step with a flag the run refuses, in a fresh interpreter as a job starts
+    output = tmp_path / "sm-output"
+    probe = ("import sys\nfrom ranker.training import early_parse\ntry:\n    early_parse.start(sys.argv[1:], '')\n"
+             "except SystemExit as stop:\n    print(stop.code, 'torch' in sys.modules)\n")
+    finished = subprocess.run([sys.executable, "-c", probe, *run_flags(channel, tmp_path), "--epochs", "0"],
+                              cwd=TRAINING_CODE, env=script_env(SM_OUTPUT_DIR=str(output)), capture_output=True,
+                              text=True, timeout=120)
+    # Then it stopped with the usage status before torch was loaded, with the line and failure reason a job reports
+    assert finished.stdout.split() == ["2", "False"], finished.stderr[-2000:]
+    assert finished.stderr.strip().startswith("error: --epochs")
+    assert (output / "failure").read_text().startswith("ConfigError: --epochs")

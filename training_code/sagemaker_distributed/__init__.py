@@ -15,8 +15,8 @@ gloo on CPU: `backend`), how long a collective may wait for the other ranks (`co
 interruptions (`spot`), the failure reason SageMaker shows (`failure`), the folders SageMaker reads and writes and how
 its channels were spread over the hosts (`paths`), the containers jobs run in (`container_profiles`) and the
 environment variables a job may set (`job_environment`). docs/bring-your-own.md walks through both changes. Names are
-imported when first used, so `paths`, `container_profiles`, `job_environment` and `detect_topology` load without
-torch.
+imported when first used, so `paths`, `container_profiles`, `job_environment`, `failure` and `detect_topology` load
+without torch.
 """
 
 from __future__ import annotations

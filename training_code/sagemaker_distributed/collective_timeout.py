@@ -37,8 +37,6 @@ import warnings
 from collections.abc import Mapping
 from datetime import timedelta
 
-import torch.distributed as dist
-
 from sagemaker_distributed.topology import Topology, detect_topology
 
 TIMEOUT_VARIABLE = "SAGEMAKER_DISTRIBUTED_COLLECTIVE_TIMEOUT"
@@ -114,6 +112,10 @@ def absent_ranks(topology: Topology, env: Mapping[str, str], grace_seconds: floa
     """Every rank that timed out signs in at the job's rendezvous store (the one torchrun or rank 0 serves at
     MASTER_ADDR:MASTER_PORT); after `grace_seconds` the ranks that did not sign in are the ones that never reached
     the collective, or never waited long enough in it."""
+    # Imported here, where a timeout is being reported: the failure reasons that do not need it (a bad flag, refused
+    # before the entry point imports torch) load this module without torch.
+    import torch.distributed as dist
+
     store = dist.TCPStore(topology.master_addr, topology.master_port, is_master=False,
                           timeout=timedelta(seconds=grace_seconds + 10))
     # A key of this attempt's own: torchrun's restarts share the store.
