@@ -57,7 +57,7 @@ from ranker.training.selection import SELECTION_METRIC, exported_weights_note
 from ranker.training.session import agree_on_splits, load_splits, model_config_for, write_artifacts
 from sagemaker_distributed import Topology
 from sagemaker_distributed.failure import failure_reported
-from sagemaker_distributed.lightning import SpotInterruptionCheckpoint, quiet_lightning_console
+from sagemaker_distributed.lightning import SageMakerEnvironment, SpotInterruptionCheckpoint, quiet_lightning_console
 
 
 def build_strategy(config: RunConfig, topology: Topology) -> Strategy | str:
@@ -67,6 +67,13 @@ def build_strategy(config: RunConfig, topology: Topology) -> Strategy | str:
     # parameter every step: DDP can fix its buckets once (static_graph) and let the gradients live in them
     # (gradient_as_bucket_view) instead of copying them in and out.
     return FusedDataParallelStrategy(topology, config.train.backend, gradient_as_bucket_view=True, static_graph=True)
+
+
+def build_plugins(topology: Topology) -> list[SageMakerEnvironment]:
+    """One process runs in the job's environment too (several get it from their strategy): left to find its own,
+    Lightning probes each cluster it knows, and its MPI probe initialises MPI through mpi4py wherever that is
+    installed (0.6 s on the GPU host, and the process must then finalize MPI as it exits, ranker.training.fast_exit)."""
+    return [SageMakerEnvironment(topology)] if topology.world_size == 1 else []
 
 
 def build_loggers(config: RunConfig) -> list[Logger]:
@@ -111,8 +118,8 @@ def build_trainer(config: RunConfig, topology: Topology, callbacks: list[Callbac
         callbacks = [*callbacks, TQDMProgressBar(refresh_rate=train.log_every)]
     settings = dict(
         accelerator="gpu" if cuda else "cpu", devices=topology.local_world_size, num_nodes=topology.num_nodes,
-        strategy=build_strategy(config, topology), precision="bf16-mixed" if cuda and train.precision == "bf16"
-        else "32-true", max_epochs=-1 if train.max_steps else train.epochs, max_steps=train.max_steps or -1,
+        strategy=build_strategy(config, topology), plugins=build_plugins(topology),
+        precision="bf16-mixed" if cuda and train.precision == "bf16" else "32-true", max_epochs=-1 if train.max_steps else train.epochs, max_steps=train.max_steps or -1,
         callbacks=callbacks, logger=loggers, log_every_n_steps=train.log_every,
         # The data module already splits every batch across the ranks (ranker.data.batches' global order).
         use_distributed_sampler=False,

@@ -15,8 +15,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 import torch.distributed as dist
-from ranker.config import ModelConfig, TrainConfig
+import train_lightning
+from ranker.config import ModelConfig, TrainConfig, parse_config
 from sagemaker_distributed import Topology
+from sagemaker_distributed.lightning import SageMakerEnvironment
 from ranker.gpu.fused_data_parallel import FusedDataParallel
 from ranker.gpu.fused_linear import FusedLayers
 from ranker.gpu.sharded_optimizer import ShardedAdamW
@@ -97,6 +99,16 @@ def test_a_sharded_update_gets_the_sharded_optimizer_and_keeps_the_checkpoint_ke
     module.trainer = SimpleNamespace(estimated_stepping_batches=10)
     assert isinstance(module.configure_optimizers()["optimizer"], ShardedAdamW)
     assert list(module.state_dict()) == keys
+
+
+def test_one_process_trains_in_the_jobs_environment_and_several_in_their_strategys(tmp_path):
+    # A Trainer as train_lightning.py builds it, for one process and for rank 0 of two
+    config = parse_config(["--train", str(tmp_path)], env={})
+    single = Topology("single", 0, 1, 0, 1, "127.0.0.1", free_port())
+    trainer = train_lightning.build_trainer(config, single, callbacks=[], loggers=False)
+    # Then the one process runs in the job's environment, which Lightning takes instead of probing for a cluster
+    assert isinstance(trainer._accelerator_connector.cluster_environment, SageMakerEnvironment)
+    assert train_lightning.build_plugins(dataclasses.replace(single, world_size=2, local_world_size=2)) == []
 
 
 def test_any_other_module_trains_through_ddp(process_group):
