@@ -119,7 +119,8 @@ def build_trainer(config: RunConfig, topology: Topology, callbacks: list[Callbac
     settings = dict(
         accelerator="gpu" if cuda else "cpu", devices=topology.local_world_size, num_nodes=topology.num_nodes,
         strategy=build_strategy(config, topology), plugins=build_plugins(topology),
-        precision="bf16-mixed" if cuda and train.precision == "bf16" else "32-true", max_epochs=-1 if train.max_steps else train.epochs, max_steps=train.max_steps or -1,
+        precision="bf16-mixed" if cuda and train.precision == "bf16" else "32-true",
+        max_epochs=-1 if train.max_steps else train.epochs, max_steps=train.max_steps or -1,
         callbacks=callbacks, logger=loggers, log_every_n_steps=train.log_every,
         # The data module already splits every batch across the ranks (ranker.data.batches' global order).
         use_distributed_sampler=False,
