@@ -15,6 +15,17 @@ python=${PYTHON:-python3}
 # NVLink multicast stays off on shared GPU hosts.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 
+# First as the host is: a host whose packages were installed without their bytecode, where Python may not write it
+# (PYTHONDONTWRITEBYTECODE), compiles torch's and Lightning's modules in every process it starts.
+"$python" -m benchmarks.ranking_quality --size gpu --datasets search --runs native,lightning,lightgbm \
+    --variants "lightning:cuda-graph=false" --work "$work/as-installed" --doc "$doc" \
+    --section ranking-quality-gpu-as-installed
+# Then, for every table below, with the bytecode that pip writes as it installs a package (as the AWS images' own
+# installs and the toolkit's `pip install -r requirements.txt` leave it), compiled once into a cache beforehand.
+export PYTHONPYCACHEPREFIX="$work/bytecode"
+"$python" -m compileall -q -j 0 "$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+    "$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')" > /dev/null \
+    || echo "ranking_gpu: some files did not compile (test data in site-packages); they are imported as before"
 # Alone on the machine, so their times compare: LightGBM and both entry points at their shipped defaults, and
 # train_lightning.py without its CUDA graphs (what they buy it).
 "$python" -m benchmarks.ranking_quality --size gpu --datasets search --runs native,lightning,lightgbm \
