@@ -5,8 +5,8 @@ with Lightning on a GPU host), collecting garbage over them as it clears each mo
 end on an H200 host (0.7-0.8 s with `leave`, counted from the run's last line), 2.3 s of CPU after `import lightning`
 on a 2-core host, 0.8 s after `import torch` (docs/benchmarks.md, "How a finished run leaves"). A finished run needs
 none of it: its artifacts are written and closed and its process group is left. What the teardown would still do for
-others happens here first: the threads that keep a process alive are waited for, every atexit handler runs (logging's flush,
-multiprocessing's children, a user's own), and every file still open is flushed.
+others happens here first: the threads that keep a process alive are waited for, every atexit handler runs (logging's
+flush, multiprocessing's children, a user's own), and every file still open is flushed.
 
 A run that raises exits as Python exits, with its traceback and status: a failure, and Lightning's stop on SIGTERM (a
 SystemExit). So does a process that loaded an MPI library: it finalizes MPI in the teardown, and mpirun fails a job
