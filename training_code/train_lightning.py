@@ -45,7 +45,7 @@ import torch
 from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMonitor, ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
 from lightning.pytorch.strategies import Strategy
-from ranker.config import ConfigError, RunConfig, parse_config
+from ranker.config import RunConfig, parse_config
 from ranker.lightning.callbacks import MetricLines, RandomStatePerRank
 from ranker.lightning.datamodule import RankingDataModule
 from ranker.lightning.module import RankingModule
@@ -54,9 +54,9 @@ from ranker.log_format import format_metrics
 from ranker.training.checkpoint import seed_everything
 from ranker.training import engine, timeline
 from ranker.training.selection import SELECTION_METRIC, exported_weights_note
-from ranker.training.session import agree_on_splits, load_splits, model_config_for, write_artifacts
+from ranker.training.session import (agree_on_splits, entry_point_run, load_splits, model_config_for,
+                                     write_artifacts)
 from sagemaker_distributed import Topology
-from sagemaker_distributed.failure import failure_reported
 from sagemaker_distributed.lightning import SageMakerEnvironment, SpotInterruptionCheckpoint, quiet_lightning_console
 
 
@@ -181,16 +181,8 @@ def exported_from(best_path: str) -> dict[str, int]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    collector.freeze_imports()
-    try:
-        with failure_reported(usage_errors=(ConfigError,)):
-            config = parse_config(sys.argv[1:] if argv is None else argv, os.environ, __doc__)
-            try:
-                train(config)
-            finally:
-                distributed.shutdown()
-    finally:
-        collector.thaw()
+    with entry_point_run():
+        train(parse_config(sys.argv[1:] if argv is None else argv, os.environ, __doc__))
 
 
 if __name__ == "__main__":

@@ -3,10 +3,11 @@ and place the data, and at the end write the artifacts (rank 0 only)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -120,21 +121,27 @@ def evaluation_part(owned: bool, rank: int, world_size: int) -> tuple[int, int]:
     return (0, 1) if owned else (rank, world_size)
 
 
-def run_training(train: Callable[[Session], None], argv: Sequence[str], description: str) -> None:
-    """What both entry points' `main` does around its loop: report a failure where SageMaker reads it, start the
-    session, train, and leave the process group on success and failure alike."""
+@contextlib.contextmanager
+def entry_point_run() -> Iterator[None]:
+    """What both entry points' `main` does around its run: report a failure where SageMaker reads it, leave the
+    process group on success and failure alike, and keep the collector off what the imports made meanwhile."""
     # What exists by now (the imported modules, torch's above all) lives as long as the process: collections need
     # not walk it again.
     collector.freeze_imports()
     try:
         with failure_reported(usage_errors=(ConfigError,)):
-            session = start_session(argv, description)
             try:
-                train(session)
+                yield
             finally:
                 distributed.shutdown()
     finally:
         collector.thaw()
+
+
+def run_training(train: Callable[[Session], None], argv: Sequence[str], description: str) -> None:
+    """The native entry point's `main`: start the session and train, inside `entry_point_run`."""
+    with entry_point_run():
+        train(start_session(argv, description))
 
 
 def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] = os.environ) -> Session:
