@@ -13,17 +13,15 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from benchmarks.project_code import TRAINING_CODE
 from benchmarks.ranking_quality import LETOR_SAMPLE
 from benchmarks.report import markdown_table, provenance, write_section
-from benchmarks.time_to_model import machine_description
+from benchmarks.time_to_model import machine_description, run_timed
 
-TRAINING_CODE = Path(__file__).resolve().parents[1] / "training_code"
 ENTRY_POINTS = ("train_ddp.py", "train_lightning.py")
 # Runs an entry point as `python ENTRY ...` does; "python-exit" ends it through sys.exit(0) where it would leave.
 LAUNCHER = """
@@ -38,21 +36,12 @@ runpy.run_path(entry_point, run_name="__main__")
 ENDINGS = {"fast-exit": "fast_exit.leave() (shipped)", "python-exit": "Python's exit (baseline)"}
 
 
-def timed_run(entry_point: str, ending: str, flags: list[str]) -> tuple[float, float]:
+def timed_run(entry_point: str, ending: str, flags: list[str], log: Path) -> tuple[float, float]:
     """Seconds from launch to the process's end, and from its last output line to its end."""
-    started = time.perf_counter()
-    last_line = started
-    with subprocess.Popen([sys.executable, "-c", LAUNCHER, entry_point, ending, *flags], cwd=TRAINING_CODE,
-                          env={**os.environ, "PYTHONPATH": str(TRAINING_CODE)}, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True) as process:
-        output = []
-        for line in process.stdout:
-            last_line = time.perf_counter()
-            output.append(line)
-    ended = time.perf_counter()
-    if process.returncode != 0:
-        raise RuntimeError(f"{entry_point} ({ending}) exited with {process.returncode}:\n{''.join(output[-20:])}")
-    return ended - started, ended - last_line
+    lines = run_timed([sys.executable, "-c", LAUNCHER, entry_point, ending, *flags], TRAINING_CODE,
+                      {**os.environ, "PYTHONPATH": str(TRAINING_CODE)}, log)
+    (last_line, _), (ended, _) = lines[-2:]  # run_timed's last entry is the process's end
+    return ended, ended - last_line
 
 
 def main() -> None:
@@ -72,18 +61,19 @@ def main() -> None:
             for repeat in range(args.repeats):
                 for ending in ENDINGS:
                     out = Path(work) / f"{entry_point}-{ending}-{repeat}"
-                    flags = ["--train", str(args.train), "--epochs", str(args.epochs), "--model-dir", str(out / "model"),
-                             "--output-data-dir", str(out / "output"), "--checkpoint-dir", str(out / "checkpoints")]
-                    times[ending].append(timed_run(entry_point, ending, flags))
+                    flags = ["--train", str(args.train), "--epochs", str(args.epochs), "--model-dir",
+                             str(out / "model"), "--output-data-dir", str(out / "output"), "--checkpoint-dir",
+                             str(out / "checkpoints")]
+                    times[ending].append(timed_run(entry_point, ending, flags, Path(work) / f"{out.name}.log"))
             for ending, label in ENDINGS.items():
                 launch_to_end = statistics.median(total for total, _ in times[ending])
                 last_line_to_end = statistics.median(tail for _, tail in times[ending])
                 rows.append([entry_point, label, f"{launch_to_end:.2f}", f"{last_line_to_end:.2f}"])
     table = markdown_table(["entry point", "process ends through", "launch to end (s)", "last line to end (s)"], rows)
     print(table)
-    body = (f"{provenance(machine_description('cpu'))}\n- Runs: each entry point on {args.train.name} (CPU, one process), its shipped defaults "
-            f"but `--epochs {args.epochs}`; medians of {args.repeats} runs per row, the two endings alternating\n\n"
-            f"{table}")
+    body = (f"{provenance(machine_description('cpu'))}\n- Runs: each entry point on {args.train.name} (CPU, one "
+            f"process), its shipped defaults but `--epochs {args.epochs}`; medians of {args.repeats} runs per row, the "
+            f"two endings alternating\n\n{table}")
     write_section("process-exit", "How a finished run leaves", body, **({"doc": args.doc} if args.doc else {}))
 
 
