@@ -2,12 +2,16 @@
 # Both set up what they need on a fresh machine: a pinned virtual environment and the pinned CDK CLI.
 
 SHELL := /bin/bash
-# The three environments of `setup` install side by side (pip unpacking and compiling is CPU-bound, npm waits on the
-# registry): 157-166 s instead of 209 s on a fresh 2-core machine. Each of them installs quietly.
+# The three environments of `setup` install side by side. Each of them installs quietly.
 MAKEFLAGS += --jobs=3
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 CHECKOV_VENV := .venv-checkov
+# uv installs the pinned packages (pip still takes torch: only pip finds the machine's local CPU wheel). It resolves,
+# fetches, unpacks and compiles to bytecode in parallel: the same packages in 60 s instead of pip's 169 s for
+# requirements-dev.txt, 7 s instead of 48 s for checkov, on a 2-core machine.
+UV := uv==0.13.9
+UV_INSTALL := pip install --quiet --compile-bytecode
 ARGS ?=
 
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
@@ -18,11 +22,12 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 setup: $(VENV)/.installed node_modules/.installed $(CHECKOV_VENV)/.installed
 
-# torch first and alone: the exact pin resolves to the local CPU wheel before anything can ask for a CUDA build.
+# torch first and alone: the exact pin resolves to the local CPU wheel before anything can ask for a CUDA build, and
+# uv then leaves that torch in place.
 $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	python3 -m venv $(VENV)
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check torch==2.13.0 $(UV)
+	$(VENV)/bin/uv $(UV_INSTALL) --python $(PYTHON) -r requirements-dev.txt -c constraints.txt
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -32,7 +37,8 @@ node_modules/.installed: package.json package-lock.json
 # checkov pins an older boto3 than the app: it lives in its own environment.
 $(CHECKOV_VENV)/.installed: requirements-checkov.txt constraints-checkov.txt
 	python3 -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt \
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check $(UV)
+	$(CHECKOV_VENV)/bin/uv $(UV_INSTALL) --python $(CHECKOV_VENV)/bin/python -r requirements-checkov.txt \
 		-c constraints-checkov.txt
 	touch $@
 
