@@ -1,6 +1,8 @@
-"""What every unit suite shares: no real AWS credentials."""
+"""What every unit suite shares: no real AWS credentials; the SageMaker SDK's config checked once."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 
@@ -11,3 +13,13 @@ def offline_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+@pytest.fixture(scope="module")
+def sdk_config_checked_once() -> Iterator[None]:
+    """For the tests that run the real SageMaker Python SDK: its config schema checked once, not on every lookup
+    (sagemaker_sdk.config_validated_once_per_schema)."""
+    from sagemaker_sdk import config_validated_once_per_schema
+
+    with config_validated_once_per_schema():
+        yield

@@ -8,7 +8,6 @@ offline: a real botocore client behind a Stubber, its default bucket on moto.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
@@ -21,12 +20,11 @@ from model_registration.settings import settings_from_environ
 
 from registrar.samples import load, stack_environ
 
-os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
-sagemaker = pytest.importorskip("sagemaker", reason="the SageMaker Python SDK v2 is a test-only dependency")
-from sagemaker.pytorch import PyTorchModel  # noqa: E402
+from sagemaker_sdk import SDK_CONFIG, sagemaker
+from sagemaker.pytorch import PyTorchModel
 
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning:sagemaker.*")]
-SDK_CONFIG = {"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {"Modules": {"TelemetryOptOut": True}}}}
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning:sagemaker.*"),
+              pytest.mark.usefixtures("sdk_config_checked_once")]
 
 
 def _sdk_package_request(aws_mock: Callable[[], AbstractContextManager[None]], *, image: str,

@@ -11,21 +11,20 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import tarfile
 from pathlib import Path
 from typing import Any
 
 import boto3
+import jsonschema
 import pytest
 from botocore.stub import Stubber
 
-os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")  # the SDK's v3 migration notice, on every estimator
-sagemaker = pytest.importorskip("sagemaker", reason="the SageMaker Python SDK v2 is a test-only dependency")
-from sagemaker.debugger import TensorBoardOutputConfig  # noqa: E402
-from sagemaker.inputs import TrainingInput  # noqa: E402
-from sagemaker.pytorch import PyTorch  # noqa: E402
-from sagemaker.tuner import (  # noqa: E402
+from sagemaker_sdk import SDK_CONFIG, sagemaker
+from sagemaker.debugger import TensorBoardOutputConfig
+from sagemaker.inputs import TrainingInput
+from sagemaker.pytorch import PyTorch
+from sagemaker.tuner import (
     CategoricalParameter,
     ContinuousParameter,
     HyperparameterTuner,
@@ -33,19 +32,18 @@ from sagemaker.tuner import (  # noqa: E402
     WarmStartConfig,
     WarmStartTypes,
 )
-from stacks.source_bundle import pack_members  # noqa: E402
-from stacks.source_layout import bundle_members  # noqa: E402
-from training_trigger.request import build_training_job_request  # noqa: E402
-from training_trigger.tuning import ParameterRange, TuningJob  # noqa: E402
-from training_trigger.tuning_request import build_tuning_job_request  # noqa: E402
+from stacks.source_bundle import pack_members
+from stacks.source_layout import bundle_members
+from training_trigger.request import build_training_job_request
+from training_trigger.tuning import ParameterRange, TuningJob
+from training_trigger.tuning_request import build_tuning_job_request
 
-from trigger.sample_inputs import job_spec, stack_settings  # noqa: E402
+from trigger.sample_inputs import job_spec, stack_settings
 
 # Importing the SDK alone takes seconds.
-pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning:sagemaker.*")]
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning:sagemaker.*"),
+              pytest.mark.usefixtures("sdk_config_checked_once")]
 REGION = "eu-west-1"
-# The SDK otherwise reports each fit() to an AWS telemetry endpoint.
-SDK_CONFIG = {"SchemaVersion": "1.0", "SageMaker": {"PythonSDK": {"Modules": {"TelemetryOptOut": True}}}}
 COMPARED_FIELDS = ("HyperParameters", "InputDataConfig", "ResourceConfig", "OutputDataConfig", "StoppingCondition",
                    "CheckpointConfig", "VpcConfig", "RetryStrategy", "TensorBoardOutputConfig", "Environment")
 
@@ -208,6 +206,15 @@ def test_an_environment_and_a_sharded_train_channel_match_the_sdk():
     assert ours["Environment"] == sdk["Environment"] == dict(spec.environment)
     for name in COMPARED_FIELDS:
         assert ours.get(name) == sdk.get(name), name
+
+
+def test_the_sdk_still_refuses_a_config_its_schema_does_not_allow():
+    # The schema is checked once for the module (sdk_config_checked_once); every config is still validated against it
+    boto_session = boto3.Session(region_name=REGION, aws_access_key_id="testing", aws_secret_access_key="testing")
+    with pytest.raises(jsonschema.ValidationError, match="TelemetryOptOut"):
+        sagemaker.Session(boto_session=boto_session, sagemaker_client=boto_session.client("sagemaker"),
+                          sagemaker_config={"SchemaVersion": "1.0",
+                                            "SageMaker": {"PythonSDK": {"Modules": {"TelemetryOptOut": "yes"}}}})
 
 
 def test_warm_pool_matches_the_sdk():
