@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 from ranker.model.metrics import NDCG_CUTOFFS
+from ranker.predict import main as predict_main
 from sklearn.datasets import load_svmlight_file
 
 from .short_job import NUM_FEATURES, code_env
@@ -18,9 +21,24 @@ from .short_job import NUM_FEATURES, code_env
 pytestmark = pytest.mark.slow
 
 
-def predict(*args: str) -> subprocess.CompletedProcess:
+def run_command(*args: str) -> subprocess.CompletedProcess:
+    """`python -m ranker.predict ARGS` as a user runs it."""
     return subprocess.run([sys.executable, "-m", "ranker.predict", *args], capture_output=True, text=True,
                           env=code_env(), timeout=300)
+
+
+def predict(*args: str) -> subprocess.CompletedProcess:
+    """The same command's `main` in this process: its exit status and both streams, without a second of start-up
+    (torch's import) for each case. The first test runs the command itself."""
+    command = [sys.executable, "-m", "ranker.predict", *args]
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            predict_main(list(args))
+            status = 0
+        except SystemExit as exit_:
+            status = exit_.code if isinstance(exit_.code, int) else 1
+    return subprocess.CompletedProcess(command, status, stdout.getvalue(), stderr.getvalue())
 
 
 def printed_ndcg(stdout: str) -> dict[str, float]:
@@ -34,8 +52,8 @@ def read_scores(path: Path) -> list[dict[str, str]]:
 
 
 def test_the_test_channel_scores_to_the_jobs_test_ndcg(trained_job, tmp_path):
-    # When the job's model.tar.gz scores the job's test channel
-    result = predict("--model", str(trained_job.model_tar), "--input", str(trained_job.test_dir),
+    # When the job's model.tar.gz scores the job's test channel, with the command a user runs
+    result = run_command("--model", str(trained_job.model_tar), "--input", str(trained_job.test_dir),
                      "--output", str(tmp_path / "scores.tsv"))
     # Then it prints the NDCG@k that the job measured on that channel (metrics.json)
     assert result.returncode == 0, result.stderr
