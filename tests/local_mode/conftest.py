@@ -121,7 +121,7 @@ def sagemaker(local_sagemaker: LocalSageMaker) -> Any:
     return local_client("sagemaker", local_sagemaker.url)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def training_request(moto: MotoEndpoint) -> Callable[..., dict[str, Any]]:
     """A CreateTrainingJob request shaped as the SageMaker Python SDK v2 sends it for the PyTorch estimator."""
     role_arn = f"arn:aws:iam::{local_account_id(moto.url)}:role/local-training"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import pytest
 
 from local_mode.job_runner import RunnerSettings
 from local_mode.local_clients import local_account_id, local_client
-from local_mode.pipeline import LocalPipeline
+from local_mode.pipeline import LocalPipeline, wait_for_job
 from local_mode.sagemaker_endpoint import LocalSageMaker
 from local_mode.training_job_service import TrainingJobService
 from stacks.source_bundle import pack_members
@@ -57,14 +58,20 @@ def jobs_dir(tmp_path) -> Path:
     return tmp_path / "jobs"
 
 
-@pytest.fixture
-def sagemaker(moto, jobs_dir) -> Iterator[Any]:
+@contextmanager
+def recording_sagemaker(moto, jobs_dir: Path) -> Iterator[Any]:
     """Local SageMaker starting two processes on each host."""
     service = TrainingJobService(
         s3_endpoint_url=moto.url, account_id=local_account_id(moto.url),
         settings=RunnerSettings(work_dir=jobs_dir, processes_per_host=PROCESSES_PER_HOST, stop_grace_seconds=5))
     with LocalSageMaker(service) as endpoint:
         yield local_client("sagemaker", endpoint.url)
+
+
+@pytest.fixture
+def sagemaker(moto, jobs_dir) -> Iterator[Any]:
+    with recording_sagemaker(moto, jobs_dir) as client:
+        yield client
 
 
 def run_recording_job(sagemaker, training_request, wait_for_end, bundle: str, name: str, *,
@@ -81,39 +88,57 @@ def records(jobs_dir: Path, name: str) -> list[dict[str, Any]]:
     return [json.loads(path.read_text()) for path in sorted((jobs_dir / name).glob("algo-*/model/process-*.json"))]
 
 
+JOB_ENVIRONMENT = {"NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": "3"}
+"""NCCL_DEBUG and a thread count of the job's own, which must win over local mode's default."""
+SHARDED_CHANNELS = [{"ChannelName": channel, "DataSource": {"S3DataSource": {
+    "S3DataType": "S3Prefix", "S3Uri": f"{SHARDED_ROOT}{channel}/", "S3DataDistributionType": distribution}}}
+    for channel, distribution in (("train", "ShardedByS3Key"), ("validation", "FullyReplicated"))]
+"""Four training objects sharded by key across the hosts, and a replicated validation channel."""
+
+
+@pytest.fixture(scope="module")
+def torchrun_job(moto, training_request, bundle_with_package, tmp_path_factory) -> Path:
+    """One two-host torchrun job, two processes a host, with JOB_ENVIRONMENT and SHARDED_CHANNELS; the folder of its
+    jobs. The environment test's torchrun case and the sharding test read it: neither setting touches what the
+    other test looks at, and each torchrun job costs a launcher and two ranks on every host."""
+    jobs_dir = tmp_path_factory.mktemp("torchrun-jobs")
+    with recording_sagemaker(moto, jobs_dir) as sagemaker:
+        run_recording_job(sagemaker, training_request, lambda name: wait_for_job(sagemaker, name),
+                          bundle_with_package, "sharded-channel", distribution=TORCH_DISTRIBUTED,
+                          Environment=JOB_ENVIRONMENT, InputDataConfig=SHARDED_CHANNELS)
+    return jobs_dir
+
+
 @pytest.mark.parametrize(("distribution", "processes"), [(TORCH_DISTRIBUTED, 4), (SMDDP, 4), ({}, 2)],
                          ids=["torchrun per host", "mpi-style ranks", "one process per host"])
-def test_the_jobs_environment_reaches_every_process(distribution, processes, sagemaker, training_request,
-                                                    wait_for_end, bundle_with_package, jobs_dir):
+def test_the_jobs_environment_reaches_every_process(distribution, processes, request, training_request,
+                                                    bundle_with_package):
     # Given a two-host job whose request sets NCCL_DEBUG and its own thread count
-    name = f"environment-{processes}-{len(distribution)}"
-    environment = {"NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": "3"}
     # When it runs, two processes a host where the launcher starts them
-    run_recording_job(sagemaker, training_request, wait_for_end, bundle_with_package, name,
-                      distribution=distribution, Environment=environment)
+    if distribution is TORCH_DISTRIBUTED:
+        jobs_dir, name = request.getfixturevalue("torchrun_job"), "sharded-channel"
+    else:
+        name = f"environment-{processes}-{len(distribution)}"
+        jobs_dir, sagemaker = request.getfixturevalue("jobs_dir"), request.getfixturevalue("sagemaker")
+        run_recording_job(sagemaker, training_request, request.getfixturevalue("wait_for_end"), bundle_with_package,
+                          name, distribution=distribution, Environment=JOB_ENVIRONMENT)
     # Then every process of every host saw both, the job's thread count over local mode's own default
     seen = records(jobs_dir, name)
     assert len(seen) == processes
     assert {record["host"] for record in seen} == {"algo-1", "algo-2"}
-    assert all(record["environment"][name] == value for record in seen for name, value in environment.items())
+    assert all(record["environment"][name] == value for record in seen for name, value in JOB_ENVIRONMENT.items())
 
 
-def test_a_sharded_train_channel_gives_each_host_its_own_half_and_tells_the_script(
-        sagemaker, training_request, wait_for_end, bundle_with_package, jobs_dir):
+def test_a_sharded_train_channel_gives_each_host_its_own_half_and_tells_the_script(torchrun_job):
     # Given four training objects sharded by key across two hosts, and a replicated validation channel
-    channels = [{"ChannelName": channel, "DataSource": {"S3DataSource": {
-        "S3DataType": "S3Prefix", "S3Uri": f"{SHARDED_ROOT}{channel}/", "S3DataDistributionType": distribution}}}
-        for channel, distribution in (("train", "ShardedByS3Key"), ("validation", "FullyReplicated"))]
-    # When the job runs
-    run_recording_job(sagemaker, training_request, wait_for_end, bundle_with_package, "sharded-channel",
-                      distribution=TORCH_DISTRIBUTED, InputDataConfig=channels)
+    # When the job runs (torchrun_job)
     # Then each host holds half of the training objects, none on both, all on one; both hold all of validation
-    by_host = {record["host"]: record for record in records(jobs_dir, "sharded-channel")}
+    by_host = {record["host"]: record for record in records(torchrun_job, "sharded-channel")}
     shares = [set(by_host[host]["train_files"]) for host in ("algo-1", "algo-2")]
     assert [len(share) for share in shares] == [2, 2]
     assert shares[0].isdisjoint(shares[1]) and shares[0] | shares[1] == set(TRAIN_OBJECTS)
     for host in ("algo-1", "algo-2"):
-        held = sorted(path.name for path in (jobs_dir / "sharded-channel" / host / "input/data/validation").iterdir())
+        held = sorted(path.name for path in (torchrun_job / "sharded-channel" / host / "input/data/validation").iterdir())
         assert held == sorted(VALIDATION_OBJECTS)
     # And the script, on either host, learned from sagemaker_distributed which channel is sharded
     assert {json.dumps(record["distributions"]) for record in by_host.values()} == {
