@@ -1,7 +1,9 @@
 """Scripts not written for this pipeline, through the whole of it in local mode: a stock Lightning module and a DDP
 script in the shape of PyTorch's tutorial, each changed only as docs/bring-your-own.md says, and a script that does
 not import sagemaker_distributed at all. Each runs as a 2-host x 2-rank job from the stack synthesized with
-`-c source_dir=... -c entry_point=...`, and leaves its model in model.tar.gz."""
+`-c source_dir=... -c entry_point=...`, and leaves its model in model.tar.gz. `pytorchddp` reaches SageMaker as
+`smdistributed` (the trigger sends what the SDK sends), so for the Lightning module one test shows that the trigger's
+request for it is the smdistributed job's, which the module's test runs."""
 
 from __future__ import annotations
 
@@ -16,7 +18,15 @@ from typing import Any
 import pytest
 from shared_stacks import BORING_MODEL, PLAIN_SCRIPTS
 
-from local_mode.demo import DemoOptions, DemoResult, bring_your_own_context, run_demo_job
+from local_mode.demo import (
+    DATASET_NAME,
+    DemoOptions,
+    DemoResult,
+    bring_your_own_context,
+    channels_of,
+    demo_manifest,
+    run_demo_job,
+)
 from local_mode.moto_endpoint import MotoEndpoint
 from local_mode.pipeline import LocalPipeline
 from local_mode.s3_transfer import split_s3_uri
@@ -64,7 +74,8 @@ def host_logs(pipeline: LocalPipeline, result: DemoResult) -> str:
     return "\n".join(path.read_text() for path in sorted(job_dir.glob("algo-*/training.log")))
 
 
-@pytest.mark.parametrize("distribution", ["torch_distributed", "pytorchddp", "smdistributed"])
+# torchrun, and the MPI-style ranks that both smdistributed and pytorchddp (the next test) launch.
+@pytest.mark.parametrize("distribution", ["torch_distributed", "smdistributed"])
 def test_a_stock_lightning_module_trains_on_two_hosts_of_two_ranks(distribution, lightning_pipeline, letor_data,
                                                                     tmp_path, report_job):
     # Given Lightning's BoringModel with the one-argument strategy, bundled from its own folder
@@ -79,6 +90,36 @@ def test_a_stock_lightning_module_trains_on_two_hosts_of_two_ranks(distribution,
     assert "epochs=2 steps=32" in logs
     # And SageMaker's metric reading found the step count in the log
     assert result.metrics == {"steps": 32.0}
+
+
+def launch(request: dict[str, Any]) -> dict[str, Any]:
+    """What decides how a job's processes start and what they are given, less its name."""
+    hyperparameters = {name: value for name, value in request["HyperParameters"].items()
+                       if name != "sagemaker_job_name"}
+    return {"HyperParameters": hyperparameters, "ResourceConfig": request["ResourceConfig"],
+            "AlgorithmSpecification": request["AlgorithmSpecification"],
+            "Environment": request.get("Environment", {})}
+
+
+def test_a_stock_lightning_modules_pytorchddp_job_is_launched_as_its_smdistributed_job(lightning_pipeline,
+                                                                                     letor_data):
+    # Given the Lightning module's dataset in two versions, one whose manifest asks for pytorchddp, one smdistributed
+    requests = {}
+    for distribution in ("pytorchddp", "smdistributed"):
+        manifest = demo_manifest(dataclasses.replace(LIGHTNING, distribution=distribution))
+        version = f"launch-{distribution}"
+        lightning_pipeline.upload_channels(channels_of(letor_data), dataset=DATASET_NAME, version=version,
+                                           manifest=manifest)
+        # When the trigger builds and checks each version's request without starting the job
+        answer = lightning_pipeline.invoke_trigger({"dataset": DATASET_NAME, "version": version, "dry_run": True})
+        assert answer["status"] == "dry_run", answer
+        requests[distribution] = answer["request"]
+
+    # Then pytorchddp is sent as smdistributed data parallel on the same 2 hosts: the job that the module's
+    # smdistributed test trains, launched by the same MPI-style ranks
+    assert launch(requests["pytorchddp"]) == launch(requests["smdistributed"])
+    assert requests["pytorchddp"]["HyperParameters"]["sagemaker_distributed_dataparallel_enabled"] == "true"
+    assert requests["pytorchddp"]["ResourceConfig"]["InstanceCount"] == 2
 
 
 @pytest.mark.parametrize("distribution", ["torch_distributed", "pytorchddp"])
