@@ -45,29 +45,6 @@ def sklearn_ndcg_at_10(path, scores: np.ndarray) -> float:
     return float(np.mean(values))
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
-def test_raw_letor_rows_score_through_the_loaded_artifact_to_the_trainers_own_test_ndcg(tmp_path, search_channels,
-                                                                                        script):
-    # Given a run with log1p and the piecewise-linear encoding, trained on raw search-like text
-    train, test = search_channels
-    dirs = run_dirs(tmp_path)
-    run_script(script, ["--train", str(train), "--test", str(test), "--epochs", "3", "--log1p", "true",
-                        *SMALL_MODEL, *dirs.flags()])
-    metrics = json.loads((dirs.model_dir / "metrics.json").read_text())
-    # When the test file's raw rows, read by scikit-learn, are scored by the loaded artifact and its TorchScript export
-    features, _ = load_svmlight_file(str(test), n_features=10)
-    raw = torch.from_numpy(features.toarray().astype(np.float32))
-    with torch.no_grad():
-        scores = load_scorer(dirs.model_dir)(raw)
-    torchscript = torch.jit.load(str(dirs.model_dir / "model.pt"))(raw)
-    # Then scikit-learn's NDCG@10 of those scores is the trainer's own test NDCG@10, and both exports agree
-    assert sklearn_ndcg_at_10(test, scores.numpy()) == pytest.approx(metrics["test_ndcg@10"], abs=1e-5)
-    torch.testing.assert_close(torchscript, scores)
-    # And the artifact's config says which preprocessing the scorer applies
-    config = json.loads((dirs.model_dir / "model_config.json").read_text())
-    assert (config["log1p"], config["encoding"], config["bins"]) == (True, "piecewise", 4)
-
-
 def validation_lines(stdout: str) -> list[dict[str, float]]:
     """Every metric line with val_ndcg@10 the run printed (each epoch's validation, then the final line)."""
     return [found for found in map(parse_metrics, stdout.splitlines()) if "val_ndcg@10" in found]
@@ -81,22 +58,49 @@ STOPS_EARLY = ["--epochs", "30", "--early-stopping", "3", *SCHEDULE, *OVERFITTIN
 CAPPED = ["--epochs", "2", "--early-stopping", "5", *SCHEDULE, *OVERFITTING]
 
 
+def search_flags(search_channels) -> list[str]:
+    """The search-like channels, raw counts through log1p, the test file scored with the exported weights."""
+    train, test = search_channels
+    return ["--train", str(train), "--test", str(test), "--log1p", "true"]
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, search_channels) -> dict[tuple[str, str], tuple]:
     """Each script's run that the 2-epoch cap ends and its run that early stopping ends (checkpointing at every epoch's
     end, for the resume tests): (directories, stdout) by (script, "capped" or "stops early")."""
-    train, _ = search_channels
     results = {}
 
     def run(script: str, name: str, flags: list[str]) -> None:
         dirs = run_dirs(tmp_path_factory.mktemp(f"{script}-{name.replace(' ', '-')}"))
-        results[script, name] = dirs, run_script(script, ["--train", str(train), *flags, *dirs.flags()]).stdout
+        results[script, name] = dirs, run_script(script, [*search_flags(search_channels), *flags,
+                                                          *dirs.flags()]).stdout
 
     for script in SCRIPTS:
         run(script, "capped", CAPPED)
         steps_per_epoch = int(validation_lines(results[script, "capped"][1])[0]["step"])
         run(script, "stops early", [*STOPS_EARLY, "--checkpoint-every", str(steps_per_epoch)])
     return results
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_raw_letor_rows_score_through_the_loaded_artifact_to_the_trainers_own_test_ndcg(runs, search_channels, script):
+    # Given a run with log1p and the piecewise-linear encoding, trained on raw search-like text (the capped run: what
+    # it trains does not matter here, only that its metrics.json scores the weights it exported)
+    _, test = search_channels
+    dirs, _ = runs[script, "capped"]
+    metrics = json.loads((dirs.model_dir / "metrics.json").read_text())
+    # When the test file's raw rows, read by scikit-learn, are scored by the loaded artifact and its TorchScript export
+    features, _ = load_svmlight_file(str(test), n_features=10)
+    raw = torch.from_numpy(features.toarray().astype(np.float32))
+    with torch.no_grad():
+        scores = load_scorer(dirs.model_dir)(raw)
+    torchscript = torch.jit.load(str(dirs.model_dir / "model.pt"))(raw)
+    # Then scikit-learn's NDCG@10 of those scores is the trainer's own test NDCG@10, and both exports agree
+    assert sklearn_ndcg_at_10(test, scores.numpy()) == pytest.approx(metrics["test_ndcg@10"], abs=1e-5)
+    torch.testing.assert_close(torchscript, scores)
+    # And the artifact's config says which preprocessing the scorer applies
+    config = json.loads((dirs.model_dir / "model_config.json").read_text())
+    assert (config["log1p"], config["encoding"], config["bins"]) == (True, "piecewise", 4)
 
 
 def epoch_validations(stdout: str) -> list[dict[str, float]]:
@@ -190,8 +194,7 @@ def test_a_native_run_resumed_at_an_epoch_end_stops_and_exports_as_the_uninterru
     dirs = run_dirs(tmp_path)
     dirs.checkpoint_dir.mkdir(parents=True)
     shutil.copy(uninterrupted.checkpoint_dir / previous, dirs.checkpoint_dir / previous)
-    train, _ = search_channels
-    result = run_script("train_ddp.py", ["--train", str(train), *STOPS_EARLY, "--checkpoint-every",
+    result = run_script("train_ddp.py", [*search_flags(search_channels), *STOPS_EARLY, "--checkpoint-every",
                                          str(steps_per_epoch), *dirs.flags()])
     # Then it resumed there, with that epoch's validation in its patience, best weights and learning-rate schedule: it
     # trains its last epoch at the uninterrupted run's decayed rate, stops at the same step and exports the same
