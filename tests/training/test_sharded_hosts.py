@@ -39,14 +39,24 @@ def channels(tmp_path_factory):
     return whole, hosts, root / "validation"
 
 
+@pytest.fixture(scope="module")
+def replicated_model(tmp_path_factory, channels) -> dict[str, torch.Tensor]:
+    """The weights of the whole channel trained on one host (FullyReplicated): what fits the input encoding on all of
+    it. One run for both entry points: they fit it with the same data code (test_training_runs checks their loops
+    agree)."""
+    whole, _, validation = channels
+    replicated = run_dirs(tmp_path_factory.mktemp("replicated"))
+    run_script("train_ddp.py", [*replicated.flags(), "--train", str(whole), "--validation", str(validation), *FLAGS])
+    return load_file(replicated.model_dir / "model.safetensors")
+
+
 @pytest.mark.parametrize(("script", "ranks_per_host"), [("train_ddp.py", 2), ("train_lightning.py", 1)])
-def test_two_hosts_train_every_query_once_and_fit_the_encoding_on_both(script, ranks_per_host, channels, tmp_path):
-    whole, hosts, validation = channels
+def test_two_hosts_train_every_query_once_and_fit_the_encoding_on_both(script, ranks_per_host, channels,
+                                                                        replicated_model, tmp_path):
+    _, hosts, validation = channels
     # Given each host's share of the training files, and the whole channel trained on one host (FullyReplicated)
     shares = [[*run_dirs(tmp_path / f"host-{index}").flags(), "--train", str(share), "--validation",
                str(validation), *FLAGS] for index, share in enumerate(hosts)]
-    replicated = run_dirs(tmp_path / "replicated")
-    run_script(script, [*replicated.flags(), "--train", str(whole), "--validation", str(validation), *FLAGS])
     # When the sharded job runs, its input data config saying the train channel is ShardedByS3Key
     results = run_hosts(script, shares, ranks_per_host, SM_INPUT_DATA_CONFIG=SHARDED)
     # Then rank 0 reports every rank's share: together, each training query once, all ranks the same steps
@@ -57,8 +67,7 @@ def test_two_hosts_train_every_query_once_and_fit_the_encoding_on_both(script, r
     assert int(width) == 10 + FILES - 1
     # And the model's input encoding is the one the whole channel gives, though no host held all of it
     sharded_model = load_file(run_dirs(tmp_path / "host-0").model_dir / "model.safetensors")
-    whole_model = load_file(replicated.model_dir / "model.safetensors")
     for name in ("encoding.lower_edges", "encoding.inverse_widths"):
-        torch.testing.assert_close(sharded_model[name], whole_model[name])
+        torch.testing.assert_close(sharded_model[name], replicated_model[name])
     last_line = results[0].stdout.strip().splitlines()[-1]
     assert 0 < parse_metrics(last_line).get("val_ndcg@10", -1) <= 1, f"the log's last line is not the final metrics: {last_line}"
