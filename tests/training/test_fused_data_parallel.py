@@ -136,26 +136,29 @@ SETTINGS = [
 ]
 
 
-def train_settings(rank: int, world_size: int, folder: str, settings: list[Setting]) -> None:
-    """One rank of each setting in turn, each in a process group of its own: starting a process (importing torch and
-    ranker, the fused layers' first call) costs more than a setting's training."""
-    for index, setting in enumerate(settings):
-        results = Path(folder) / str(index)
-        results.mkdir(exist_ok=True)
-        train_rank(rank, world_size, str(results / "store"), str(results), setting.bucket_bytes, setting.shard)
+def train_settings(process: int, processes: int, folder: str, settings: list[Setting]) -> None:
+    """For each world size w in turn, rank `process % w` of group `process // w`: the processes split into groups of w
+    ranks, each group trains its share of the settings of that size, each setting in a process group of its own.
+    Starting a process (importing torch and ranker, the fused layers' first call) costs more than a setting's
+    training: the four processes the widest setting needs also train the two-rank settings, two groups at a time."""
+    for world_size in sorted({setting.world_size for setting in settings}):
+        group, rank = divmod(process, world_size)
+        sized = [(index, setting) for index, setting in enumerate(settings) if setting.world_size == world_size]
+        for index, setting in sized[group::processes // world_size]:
+            results = Path(folder) / str(index)
+            results.mkdir(exist_ok=True)
+            train_rank(rank, world_size, str(results / "store"), str(results), setting.bucket_bytes, setting.shard)
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> dict[str, list[dict]]:
-    """Every setting's ranks' results, by setting name: one spawn of processes per world size."""
-    trained = {}
-    for world_size in sorted({setting.world_size for setting in SETTINGS}):
-        folder = tmp_path_factory.mktemp(f"fused-dp-{world_size}-ranks")
-        settings = [setting for setting in SETTINGS if setting.world_size == world_size]
-        mp.spawn(train_settings, args=(world_size, str(folder), settings), nprocs=world_size, join=True)
-        for index, setting in enumerate(settings):
-            trained[setting.name] = [torch.load(folder / str(index) / f"rank{rank}.pt") for rank in range(world_size)]
-    return trained
+    """Every setting's ranks' results, by setting name: one spawn of as many processes as the widest setting has
+    ranks (a multiple of every other setting's)."""
+    folder = tmp_path_factory.mktemp("fused-dp")
+    processes = max(setting.world_size for setting in SETTINGS)
+    mp.spawn(train_settings, args=(processes, str(folder), SETTINGS), nprocs=processes, join=True)
+    return {setting.name: [torch.load(folder / str(index) / f"rank{rank}.pt") for rank in range(setting.world_size)]
+            for index, setting in enumerate(SETTINGS)}
 
 
 @pytest.fixture(scope="module", params=SETTINGS, ids=[setting.name for setting in SETTINGS])
