@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from functools import cache
 
 import pytest
 from training_launch import TRAINING_CODE, script_env
@@ -15,11 +16,12 @@ SOMETIMES_NEEDED = ("lightning", "torchmetrics", "scipy", "sklearn", "matplotlib
                     "ranker.data.streaming")
 
 
-def modules_loaded_by(module: str) -> set[str]:
+@cache  # the same fresh interpreter's answer for every test that asks about one module
+def modules_loaded_by(module: str) -> frozenset[str]:
     probe = f"import sys, {module}; print(' '.join(name for name in {SOMETIMES_NEEDED!r} if name in sys.modules))"
     finished = subprocess.run([sys.executable, "-c", probe], cwd=TRAINING_CODE, env=script_env(), capture_output=True,
                               text=True, timeout=120, check=True)
-    return set(finished.stdout.split())
+    return frozenset(finished.stdout.split())
 
 
 def test_importing_train_ddp_loads_none_of_the_sometimes_needed_modules():
