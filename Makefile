@@ -9,9 +9,11 @@ PYTHON := $(VENV)/bin/python
 CHECKOV_VENV := .venv-checkov
 # uv installs the pinned packages (pip still takes torch: only pip finds the machine's local CPU wheel). It resolves,
 # fetches, unpacks and compiles to bytecode in parallel: the same packages in 60 s instead of pip's 169 s for
-# requirements-dev.txt, 7 s instead of 48 s for checkov, on a 2-core machine.
+# requirements-dev.txt, 7 s instead of 48 s for checkov, on a 2-core machine. It trusts the system's certificates, as
+# pip does here; it reads none of pip's index settings, so where it cannot install, pip installs the same pins.
 UV := uv==0.13.9
-UV_INSTALL := pip install --quiet --compile-bytecode
+UV_INSTALL := pip install --quiet --compile-bytecode --native-tls
+PIP_INSTALL := -m pip install --quiet --disable-pip-version-check
 ARGS ?=
 
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
@@ -26,8 +28,10 @@ setup: $(VENV)/.installed node_modules/.installed $(CHECKOV_VENV)/.installed
 # uv then leaves that torch in place.
 $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	python3 -m venv $(VENV)
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check torch==2.13.0 $(UV)
-	$(VENV)/bin/uv $(UV_INSTALL) --python $(PYTHON) -r requirements-dev.txt -c constraints.txt
+	$(PYTHON) $(PIP_INSTALL) torch==2.13.0 $(UV)
+	$(VENV)/bin/uv $(UV_INSTALL) --python $(PYTHON) -r requirements-dev.txt -c constraints.txt \
+		|| (echo "uv could not install (above): pip installs the same pins" && \
+		    $(PYTHON) $(PIP_INSTALL) -r requirements-dev.txt -c constraints.txt)
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -37,9 +41,10 @@ node_modules/.installed: package.json package-lock.json
 # checkov pins an older boto3 than the app: it lives in its own environment.
 $(CHECKOV_VENV)/.installed: requirements-checkov.txt constraints-checkov.txt
 	python3 -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check $(UV)
+	$(CHECKOV_VENV)/bin/python $(PIP_INSTALL) $(UV)
 	$(CHECKOV_VENV)/bin/uv $(UV_INSTALL) --python $(CHECKOV_VENV)/bin/python -r requirements-checkov.txt \
-		-c constraints-checkov.txt
+		-c constraints-checkov.txt || (echo "uv could not install (above): pip installs the same pins" && \
+		    $(CHECKOV_VENV)/bin/python $(PIP_INSTALL) -r requirements-checkov.txt -c constraints-checkov.txt)
 	touch $@
 
 # Lint first: it fails in seconds, before the long test run, and reports in ruff's own format.
