@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from serving.short_job import TrainedJob, code_env, train_short_job
-from serving.test_handler import assert_serves_like_the_command, command_scores, requests_for, serve
+from serving.test_handler import (
+    assert_serves_like_the_command,
+    command_scores,
+    requests_for,
+    serve,
+    written_scores,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -42,8 +48,7 @@ def scored_in_container(job_in_container, tmp_path_factory) -> tuple[subprocess.
                              str(job.test_dir), "--output", str(scores_file)],
                             capture_output=True, text=True, env=code_env(), timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]
-    rows = [line.split("\t") for line in scores_file.read_text().splitlines()[1:]]
-    return result, np.array([float(row[3]) for row in rows if row[0] == "rank.train"], np.float32)
+    return result, written_scores(scores_file, "rank.train")
 
 
 def test_the_scoring_command_prints_the_jobs_test_ndcg(job_in_container, scored_in_container):

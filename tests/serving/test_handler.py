@@ -45,8 +45,13 @@ def command_scores(model_tar: Path, data_file: Path, folder: Path, python: str =
     subprocess.run([python, "-m", "ranker.predict", "--model", str(model_tar), "--input", str(data_file),
                     "--output", str(folder / "scores.tsv")], check=True, capture_output=True, timeout=300,
                    env={**env, "PYTHONPATH": str(training_code), "OMP_NUM_THREADS": "1"})
-    lines = (folder / "scores.tsv").read_text().splitlines()[1:]
-    return np.array([float(line.split("\t")[3]) for line in lines], np.float32)
+    return written_scores(folder / "scores.tsv")
+
+
+def written_scores(scores_tsv: Path, file_name: str | None = None) -> np.ndarray:
+    """The score column of a scores.tsv the scoring command wrote (only `file_name`'s rows, when given)."""
+    rows = [line.split("\t") for line in scores_tsv.read_text().splitlines()[1:]]
+    return np.array([float(row[3]) for row in rows if file_name in (None, row[0])], np.float32)
 
 
 def requests_for(data_file: Path) -> list[dict]:
