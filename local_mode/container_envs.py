@@ -7,22 +7,27 @@ file is installed with exactly the toolkit's command, and what that did is recor
 
 The cache lives outside the clone, keyed by the requirements file and what the base holds:
 `~/.cache/sagemaker-ranker/container-envs/<profile>/<key>/` (~5-7 GB each; only the newest per profile is kept).
-A first build takes minutes: the CUDA torch wheel and its libraries are ~2.5 GB to fetch and ~5 GB to unpack.
+A first build takes a minute or two: the CUDA torch wheel and its libraries are ~2.5 GB to fetch and ~5 GB to unpack.
+`python -m local_mode.container_envs 2.2.0 2.8.0` builds environments ahead of their first use (while online, say).
 """
 
 from __future__ import annotations
 
+import argparse
 import fcntl
 import hashlib
 import json
 import os
 import shutil
 import subprocess
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from local_mode.synthesized_app import PROJECT_ROOT
+from stacks.training_code_modules import training_code_module
 
 REQUIREMENTS_FILE = PROJECT_ROOT / "training_code" / "requirements.txt"
 CACHE_ROOT = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sagemaker-ranker" / "container-envs"
@@ -97,8 +102,7 @@ def container_env(profile: Any, requirements_file: Path = REQUIREMENTS_FILE, cac
 def _build(root: Path, interpreter: Path, profile: Any, requirements_file: Path) -> dict[str, Any]:
     subprocess.run([str(interpreter), "-m", "venv", str(root)], check=True)
     python = str(root / "bin" / "python")
-    subprocess.run([python, "-m", "pip", "install", "--quiet", *_PIP_QUIET, f"torch=={profile.framework_version}",
-                    f"numpy=={IMAGE_NUMPY}", *IMAGE_EXTRAS], check=True)
+    _install_image_packages(python, [f"torch=={profile.framework_version}", f"numpy=={IMAGE_NUMPY}", *IMAGE_EXTRAS])
     image = installed_versions(Path(python), WATCHED_PACKAGES)
     # What the toolkit runs in the code folder before launch, without flags.
     command = [python, "-m", "pip", "install", "-r", "requirements.txt"]
@@ -117,6 +121,20 @@ def _build(root: Path, interpreter: Path, profile: Any, requirements_file: Path)
     }
 
 
+def _install_image_packages(python: str, packages: list[str]) -> None:
+    """What the image holds, installed by uv where this project's environment has it (it fetches the ~2.5 GB of
+    wheels in parallel: 38 s instead of pip's 93 s for 2.2.0-py310 from empty caches on 2 cores, the same packages,
+    compiled to bytecode as pip does), else by pip."""
+    uv = Path(sys.executable).with_name("uv")
+    if uv.exists():
+        installed = subprocess.run([str(uv), "pip", "install", "--quiet", "--compile-bytecode", "--native-tls",
+                                    "--python", python, *packages])
+        if installed.returncode == 0:
+            return
+        print("uv could not install the image's packages (above): pip installs them", flush=True)
+    subprocess.run([python, "-m", "pip", "install", "--quiet", *_PIP_QUIET, *packages], check=True)
+
+
 def installed_versions(python: Path, names: tuple[str, ...]) -> dict[str, str]:
     script = ("import importlib.metadata as m, json, sys; "
               "print(json.dumps({name: m.version(name) for name in sys.argv[1:]}))")
@@ -130,3 +148,24 @@ def _remove_stale(current: Path) -> None:
         if sibling.is_dir() and sibling != current:
             shutil.rmtree(sibling, ignore_errors=True)
             sibling.with_name(f"{sibling.name}.lock").unlink(missing_ok=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Builds the environments of the PyTorch containers FRAMEWORK_VERSION names (each one that is not built yet) and
+    prints where each lies."""
+    profiles = training_code_module("sagemaker_distributed/container_profiles.py")
+    parser = argparse.ArgumentParser(prog="python -m local_mode.container_envs", description=main.__doc__)
+    parser.add_argument("framework_versions", nargs="+", metavar="FRAMEWORK_VERSION",
+                        choices=profiles.supported_versions(),
+                        help=f"one of {', '.join(profiles.supported_versions())}")
+    for version in parser.parse_args(argv).framework_versions:
+        try:
+            env = container_env(profiles.profile_named(version))
+        except MissingInterpreter as missing:
+            parser.exit(1, f"{missing}\n")
+        print(f"{version}: {env.root}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

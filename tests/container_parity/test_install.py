@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from local_mode.container_envs import IMAGE_EXTRAS, WATCHED_PACKAGES, installed_versions
+from local_mode.container_envs import IMAGE_EXTRAS, WATCHED_PACKAGES, installed_versions, main
 from local_mode.synthesized_app import PROJECT_ROOT
 
 TRAINING_CODE = PROJECT_ROOT / "training_code"
@@ -54,6 +54,15 @@ def test_every_training_code_module_imports(profile_env):
     # the walk reached into the sub-packages, not only their folders
     assert {"ranker.data.letor_parser", "ranker.lightning.module", "sagemaker_distributed.lightning.strategy"} <= set(
         report["imported"])
+
+
+def test_the_build_command_names_the_environment_the_jobs_run_in(profile_env, capsys):
+    # Given a built environment, when the build command is asked for its framework version
+    profile, env = profile_env
+    returncode = main([profile.framework_version])
+    # Then it builds nothing more and says where that environment lies
+    assert returncode == 0
+    assert capsys.readouterr().out == f"{profile.framework_version}: {env.root}\n"
 
 
 def test_the_environments_toolkit_is_the_one_the_project_pins():
