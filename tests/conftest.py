@@ -13,6 +13,7 @@ from moto import mock_aws
 from ranker.training import collector
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+CONTAINER_PARITY_DIR = PROJECT_ROOT / "tests" / "container_parity"
 
 # Triton kernels (ranker.gpu's) run in Triton's interpreter on the CPU: CI has no GPU. Triton reads the switch when it
 # is first imported, so it is set here, before any test module can import it.
@@ -46,9 +47,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Files with a slow test first, each file's tests kept together and in their order. `make test` hands whole files
     to its two workers in this order (`--dist loadfile --no-loadscope-reorder`): the quick files come last and fill
     the gaps, so both workers finish together instead of one waiting out a minute-long file handed out at the end
-    (pytest-xdist's own order, by number of tests, hands out the long files, which have few tests each, last)."""
+    (pytest-xdist's own order, by number of tests, hands out the long files, which have few tests each, last).
+    Within each group the container-parity suite comes last: its environments are built in the background from the
+    session's start (tests/container_parity/conftest.py) and are ready by then."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)
+    items.sort(key=lambda item: (item.path not in slow_files, item.path.is_relative_to(CONTAINER_PARITY_DIR)))
 
 
 @pytest.fixture(scope="session")
