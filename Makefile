@@ -68,4 +68,4 @@ docs: setup
 	$(PYTHON) -m tools.generate_docs
 
 clean:
-	rm -rf cdk.out build local-runs .pytest_cache
+	rm -rf cdk.out local-runs .pytest_cache

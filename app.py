@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 from aws_cdk import App
 
 from stacks.config import PipelineConfig, ConfigError, build_config
 from stacks.pipeline_app import build_app
-
-BUILD_DIR = Path(__file__).resolve().parent / "build"
 
 
 def config_from_context(app: App) -> PipelineConfig:
@@ -26,12 +25,15 @@ def config_from_context(app: App) -> PipelineConfig:
 
 def main() -> None:
     app = App()
-    try:
-        config = config_from_context(app)
-        build_app(app, config, build_dir=BUILD_DIR)
-    except ConfigError as error:
-        sys.exit(f"cdk synth refused the configuration: {error}")
-    app.synth()
+    # Each synthesis stages its bundles in a folder of its own until they are copied into the assembly: two at once
+    # (`cdk synth` beside a local-mode run, two test workers) would otherwise rebuild one folder under each other.
+    with tempfile.TemporaryDirectory(prefix="cdk-bundles-") as build_dir:
+        try:
+            config = config_from_context(app)
+            build_app(app, config, build_dir=Path(build_dir))
+        except ConfigError as error:
+            sys.exit(f"cdk synth refused the configuration: {error}")
+        app.synth()
 
 
 if __name__ == "__main__":

@@ -73,8 +73,9 @@ def _synthesize_into(assembly: Path, fingerprint: str, cache_dir: Path, context:
                                text=True)
     if completed.returncode != 0:
         shutil.rmtree(scratch, ignore_errors=True)
+        output = "\n".join(text[-3000:] for text in (completed.stdout, completed.stderr) if text.strip())
         raise RuntimeError(f"synthesizing the CDK app ({cdk_json['app']}) failed with exit code "
-                           f"{completed.returncode}:\n{completed.stderr[-3000:]}\nfix the app, then run again")
+                           f"{completed.returncode}:\n{output or '(it printed nothing)'}\nfix the app, then run again")
     try:
         scratch.rename(assembly)
     except OSError:  # another process synthesized the same sources first: theirs is as good

@@ -1,0 +1,39 @@
+"""Synthesis as local mode runs it: the app command from cdk.json, cached per context and sources."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from local_mode.synthesized_app import synthesize
+
+pytestmark = pytest.mark.slow
+
+
+def test_two_syntheses_of_different_contexts_at_once_both_complete(tmp_path):
+    # Given two contexts, whose assemblies differ and so are synthesized apart (as a demo beside a test session)
+    contexts = [{"distribution": "none"}, {"distribution": "torch_distributed"}]
+    # When both are synthesized at the same time
+    with ThreadPoolExecutor(max_workers=len(contexts)) as pool:
+        assemblies = list(pool.map(lambda context: synthesize(cache_dir=tmp_path, context=context), contexts))
+    # Then each is a complete assembly of its own, whose every file asset lies inside it
+    assert assemblies[0] != assemblies[1]
+    for assembly in assemblies:
+        manifest = json.loads((assembly / "manifest.json").read_text())
+        for name in (artifact["properties"]["file"] for artifact in manifest["artifacts"].values()
+                     if artifact["type"] == "cdk:asset-manifest"):
+            files = json.loads((assembly / name).read_text())["files"]
+            assert files and all((assembly / asset["source"]["path"]).exists() for asset in files.values())
+
+
+def test_a_configuration_the_app_refuses_is_reported_with_its_reason(tmp_path):
+    # Given a context the app's configuration refuses
+    # When it is synthesized
+    with pytest.raises(RuntimeError) as refused:
+        synthesize(cache_dir=tmp_path, context={"instance_count": 0})
+    # Then the error carries the app's own reason, and no assembly is left behind
+    assert "cdk synth refused the configuration" in str(refused.value)
+    assert "instance_count" in str(refused.value)
+    assert not [path for path in tmp_path.iterdir() if path.is_dir()]
