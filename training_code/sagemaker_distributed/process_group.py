@@ -125,10 +125,13 @@ def shutdown() -> None:
     """Leaves the process group (call it on success and failure alike, e.g. in a `finally`)."""
     if is_joined():
         if "gloo" in str(dist.get_backend()):
-            # A gloo worker thread frees a collective's tensors just after it reports the collective done, and freeing
-            # a tensor Python made takes the GIL. Torch builds without pytorch/pytorch#154976 (the 2.2 container's)
-            # destroy the process group holding the GIL while they join those workers: a worker still freeing then
-            # deadlocks the rank at exit, after training (1 job in ~8 as 2 ranks on 2 cores). Sleeping hands the GIL
-            # to such a worker first.
+            # A gloo worker thread frees a collective's work just after it reports the collective done, and that
+            # takes the GIL (its tensors, the Python state it captured). Torch builds without pytorch/pytorch#154976
+            # (the 2.2 container's) destroy the process group holding the GIL while they join those workers: a worker
+            # still freeing then deadlocks the rank at exit (1 job in ~8 as 2 ranks on 2 cores). Where the group
+            # outlives this call (a DDP model still holds it), a worker that gets the GIL only once the interpreter is
+            # finalizing is made to exit inside a C++ destructor, which aborts the rank after training
+            # (pytorch/pytorch#190489; 6 in 75 runs of a plain two-host DDP script under torchrun on 2 cores).
+            # Sleeping hands the GIL to such a worker first.
             time.sleep(GLOO_WORKERS_DRAIN_S)
         dist.destroy_process_group()
