@@ -14,6 +14,10 @@ CHECKOV_VENV := .venv-checkov
 UV := uv==0.13.9
 UV_INSTALL := pip install --quiet --compile-bytecode --native-tls
 PIP_INSTALL := -m pip install --quiet --disable-pip-version-check
+# $(call install_pins,VENV,REQUIREMENTS,CONSTRAINTS): uv installs the pins into VENV; where it cannot, pip does.
+install_pins = $(1)/bin/uv $(UV_INSTALL) --python $(1)/bin/python -r $(2) -c $(3) \
+	|| (echo "uv could not install (above): pip installs the same pins" && \
+	    $(1)/bin/python $(PIP_INSTALL) -r $(2) -c $(3))
 ARGS ?=
 
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
@@ -29,9 +33,7 @@ setup: $(VENV)/.installed node_modules/.installed $(CHECKOV_VENV)/.installed
 $(VENV)/.installed: requirements.txt requirements-dev.txt constraints.txt
 	python3 -m venv $(VENV)
 	$(PYTHON) $(PIP_INSTALL) torch==2.13.0 $(UV)
-	$(VENV)/bin/uv $(UV_INSTALL) --python $(PYTHON) -r requirements-dev.txt -c constraints.txt \
-		|| (echo "uv could not install (above): pip installs the same pins" && \
-		    $(PYTHON) $(PIP_INSTALL) -r requirements-dev.txt -c constraints.txt)
+	$(call install_pins,$(VENV),requirements-dev.txt,constraints.txt)
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -42,9 +44,7 @@ node_modules/.installed: package.json package-lock.json
 $(CHECKOV_VENV)/.installed: requirements-checkov.txt constraints-checkov.txt
 	python3 -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/python $(PIP_INSTALL) $(UV)
-	$(CHECKOV_VENV)/bin/uv $(UV_INSTALL) --python $(CHECKOV_VENV)/bin/python -r requirements-checkov.txt \
-		-c constraints-checkov.txt || (echo "uv could not install (above): pip installs the same pins" && \
-		    $(CHECKOV_VENV)/bin/python $(PIP_INSTALL) -r requirements-checkov.txt -c constraints-checkov.txt)
+	$(call install_pins,$(CHECKOV_VENV),requirements-checkov.txt,constraints-checkov.txt)
 	touch $@
 
 # Lint first: it fails in seconds, before the long test run, and reports in ruff's own format.
