@@ -26,4 +26,3 @@ def test_two_syntheses_of_different_contexts_at_once_both_complete(tmp_path):
                      if artifact["type"] == "cdk:asset-manifest"):
             files = json.loads((assembly / name).read_text())["files"]
             assert files and all((assembly / asset["source"]["path"]).exists() for asset in files.values())
-
