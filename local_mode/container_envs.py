@@ -121,12 +121,18 @@ def _build(root: Path, interpreter: Path, profile: Any, requirements_file: Path)
     }
 
 
-def _install_image_packages(python: str, packages: list[str]) -> None:
-    """What the image holds, installed by uv where this project's environment has it (it fetches the ~2.5 GB of
-    wheels in parallel: 38 s instead of pip's 93 s for 2.2.0-py310 from empty caches on 2 cores, the same packages,
-    compiled to bytecode as pip does), else by pip."""
+def project_uv() -> Path | None:
+    """uv from this project's environment (`make setup` installs it beside the interpreter), where it is there."""
     uv = Path(sys.executable).with_name("uv")
-    if uv.exists():
+    return uv if uv.exists() else None
+
+
+def _install_image_packages(python: str, packages: list[str]) -> None:
+    """What the image holds, installed by uv where this project's environment has it, else by pip. uv fetches the
+    ~2.5 GB of wheels in parallel and installs the same packages, compiled to bytecode as pip does: how much sooner a
+    build ends is in docs/benchmarks.md (`python -m benchmarks.container_env_build`)."""
+    uv = project_uv()
+    if uv is not None:
         installed = subprocess.run([str(uv), "pip", "install", "--quiet", "--compile-bytecode", "--native-tls",
                                     "--python", python, *packages])
         if installed.returncode == 0:
