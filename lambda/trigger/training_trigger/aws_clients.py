@@ -62,6 +62,12 @@ def sns_client():
     return _session().create_client("sns")
 
 
+# CloudWatch Logs (the watchdog's reads): standard mode set here, not left to botocore's default, which older releases
+# (a Lambda runtime may bundle one) keep at legacy mode (boto/botocore#3513 changed it) and AWS_RETRY_MODE /
+# AWS_MAX_ATTEMPTS can change. A read still throttled after these attempts leaves its one job unchecked for a sweep.
+LOGS_RETRIES = Config(retries={"mode": "standard", "total_max_attempts": 3})
+
+
 @functools.cache
 def logs_client():
-    return _session().create_client("logs")
+    return _session().create_client("logs", config=LOGS_RETRIES)

@@ -9,15 +9,20 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from job_watchdog import aws_clients
-from job_watchdog.stall import IN_PROGRESS
+from job_watchdog.stall import IN_PROGRESS, StreamRead
 
 PAGE_SIZE = 100  # ListTrainingJobs' largest page
-# GetLogEvents may answer with an empty page and a token while older events exist; a stream is read back this far.
+# GetLogEvents may answer with an empty page and a new token while older events exist; a stream is read back at most
+# this many pages, after which its newest line is unknown.
 MAX_EMPTY_PAGES = 5
 
 
 def _moment(milliseconds: int | None) -> datetime | None:
     return datetime.fromtimestamp(milliseconds / 1000, timezone.utc) if milliseconds else None
+
+
+def _milliseconds(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
 
 
 class JobsAndLogs:
@@ -45,8 +50,11 @@ class JobsAndLogs:
         return self._sagemaker.describe_training_job(TrainingJobName=job_name)
 
     def listed_streams(self, job_name: str) -> dict[str, datetime | None]:
-        """The job's streams with the latest activity DescribeLogStreams knows of each. CloudWatch updates those times
-        eventually (typically within an hour), so they can lag behind a stream's lines, never run ahead of them."""
+        """The job's streams, each with the newest line DescribeLogStreams lists (`lastEventTimestamp`), None before
+        it lists one. CloudWatch updates it eventually, typically in less than an hour and in rare cases later (the
+        LogStream reference), so it can lag behind a stream's lines, never run ahead of them. It is the line's own
+        timestamp, the clock GetLogEvents' events and `startTime` use; `lastIngestionTime`, when CloudWatch received
+        the line, is as eventual and on another clock, so it is not used."""
         streams: dict[str, datetime | None] = {}
         request = {"logGroupName": self._log_group, "logStreamNamePrefix": f"{job_name}/"}
         while True:
@@ -57,25 +65,26 @@ class JobsAndLogs:
                     return streams  # no job in the account has logged yet
                 raise
             for stream in page.get("logStreams", []):
-                known = [stream.get("lastEventTimestamp"), stream.get("lastIngestionTime")]
-                streams[stream["logStreamName"]] = _moment(max((time for time in known if time), default=None))
+                streams[stream["logStreamName"]] = _moment(stream.get("lastEventTimestamp"))
             if not page.get("nextToken"):
                 return streams
             request["nextToken"] = page["nextToken"]
 
-    def newest_line(self, stream: str) -> datetime | None:
-        """When the stream's newest line was logged, read from the stream itself; None when it holds none."""
-        request: dict[str, Any] = {"logGroupName": self._log_group, "logStreamName": stream, "startFromHead": False,
-                                   "limit": 1}
+    def newest_line(self, stream: str, since: datetime) -> StreamRead:
+        """The stream's newest line at or after `since`, read back from its end one event a page. `startTime` keeps
+        the read to that range, which the API reference advises against empty pages; an empty page is followed by
+        its `nextBackwardToken` until the token comes back unchanged (the start of the range)."""
+        request: dict[str, Any] = {"logGroupName": self._log_group, "logStreamName": stream,
+                                   "startTime": _milliseconds(since), "startFromHead": False, "limit": 1}
         for _ in range(MAX_EMPTY_PAGES):
             page = self._logs.get_log_events(**request)
             if page.get("events"):
-                return _moment(page["events"][-1]["timestamp"])
+                return StreamRead(since, _moment(max(event["timestamp"] for event in page["events"])), True)
             token = page.get("nextBackwardToken")
             if not token or token == request.get("nextToken"):
-                return None  # the same token back: the stream's start
+                return StreamRead(since, None, True)
             request["nextToken"] = token
-        return None
+        return StreamRead(since, None, False)
 
     def stop(self, job_name: str) -> bool:
         """StopTrainingJob; False when SageMaker refuses because the job is no longer in progress (another run or a

@@ -12,6 +12,11 @@ silences every host within a step.
 
 SageMaker writes each host's output to the stream `<job name>/algo-<n>-<epoch seconds>` of the log group
 /aws/sagemaker/TrainingJobs, a new stream each time the host starts: a host's newest stream speaks for it.
+
+A stream's newest line is the later of what DescribeLogStreams lists (updated eventually, typically within an hour,
+so it can lag the stream, never lead it) and what GetLogEvents reads back from the stream's end. A read may return
+empty pages before the end (the API reference says so); one that gives up before reaching the start of the range it
+reads leaves that line unknown, and an unknown line never makes a host count as silent: the job is not stopped.
 """
 
 from __future__ import annotations
@@ -74,6 +79,36 @@ def training_since(description: Mapping[str, Any]) -> datetime | None:
     entered = [transition["StartTime"] for transition in description.get("SecondaryStatusTransitions", [])
                if transition.get("Status") == TRAINING]
     return max(entered, default=None) or description.get("TrainingStartTime") or description["LastModifiedTime"]
+
+
+@dataclass(frozen=True)
+class StreamRead:
+    """What GetLogEvents showed of one stream from `start` on, read back from the stream's end."""
+
+    start: datetime
+    newest: datetime | None
+    """The newest line at or after `start`; None when the read saw none."""
+    reached_start: bool
+    """Whether the read got back to `start` (a page returned the token it was given). A page may be empty before
+    that, so a read that gave up after empty pages shows nothing about the stream."""
+
+
+def last_lines(listed: Mapping[str, datetime | None], reads: Mapping[str, StreamRead]
+               ) -> tuple[dict[str, datetime | None], list[str]]:
+    """Each stream's newest line, the later of the time DescribeLogStreams listed and the time read from the stream,
+    and the streams whose newest line is unknown: read back without reaching the start of the range, or without the
+    line the listing knows of in that range (the listing lags the stream, it never runs ahead of it)."""
+    known: dict[str, datetime | None] = {}
+    unknown = []
+    for stream, listed_at in listed.items():
+        read = reads[stream]
+        if read.newest is not None:
+            known[stream] = max(read.newest, listed_at or read.newest)
+        elif read.reached_start and (listed_at is None or listed_at < read.start):
+            known[stream] = listed_at
+        else:
+            unknown.append(stream)
+    return known, unknown
 
 
 def host_names(description: Mapping[str, Any]) -> list[str]:

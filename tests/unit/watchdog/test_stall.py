@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from job_watchdog.stall import assess, host_silences, training_since
+from job_watchdog.stall import StreamRead, assess, host_silences, last_lines, training_since
 
 from watchdog.samples import ALLOWED, JOB, LOG_GROUP, STREAMS, TRAINING_SINCE, at, training_job
 
@@ -99,3 +99,28 @@ def test_the_notification_names_the_job_each_hosts_stream_and_when_it_fell_silen
 def test_short_silences_read_in_seconds():
     stall = assess(training_job(), {}, TRAINING_SINCE + timedelta(seconds=9), timedelta(seconds=6))
     assert stall.reason(TRAINING_SINCE + timedelta(seconds=9)).startswith("no host logged a line for 9 s")
+
+
+@pytest.mark.parametrize(("listed", "read", "newest"), [
+    # a line read back later than the listing's, which lags: the read one
+    (at(12), StreamRead(at(12), at(70), reached_start=True), at(70)),
+    # the listing's line read back: that one
+    (at(12), StreamRead(at(12), at(12), reached_start=True), at(12)),
+    # nothing since training began, read back to its start, and the listing's line is older: the listing's
+    (at(-5), StreamRead(TRAINING_SINCE, None, reached_start=True), at(-5)),
+    # a stream that holds no line at all
+    (None, StreamRead(TRAINING_SINCE, None, reached_start=True), None),
+])
+def test_a_streams_newest_line_is_the_later_of_the_listed_and_the_read_one(listed, read, newest):
+    assert last_lines({STREAMS["algo-1"]: listed}, {STREAMS["algo-1"]: read}) == ({STREAMS["algo-1"]: newest}, [])
+
+
+@pytest.mark.parametrize(("listed", "read"), [
+    # empty pages until the read gave up, short of the start of its range
+    (at(60), StreamRead(at(60), None, reached_start=False)),
+    (None, StreamRead(TRAINING_SINCE, None, reached_start=False)),
+    # back at the start of the range without the line the listing knows of in it
+    (at(60), StreamRead(at(60), None, reached_start=True)),
+])
+def test_a_line_the_read_could_not_show_is_unknown_not_silent(listed, read):
+    assert last_lines({STREAMS["algo-1"]: listed}, {STREAMS["algo-1"]: read}) == ({}, [STREAMS["algo-1"]])
