@@ -10,15 +10,21 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from stacks.job_watchdog import StalledJobWatchdog
 from stacks.notifications import allow_publishing
 
 
 class PipelineAlarms(Construct):
-    """Failed training jobs, and trigger, registrar or watchdog events that ended in their dead-letter queues."""
+    """Failed training jobs, trigger, registrar or watchdog events that ended in their dead-letter queues, and running
+    jobs the watchdog could not check.
+
+    Each alarm notifies the topic when it enters ALARM, and not again while it stays there: CloudWatch performs an
+    alarm's SNS action only on a state transition, "not performed again if the condition persists for hours or days"
+    (Amazon CloudWatch, Alarm actions)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, job_failed_rule: events.IRule,
                  dead_letter_queue: sqs.IQueue, registration_dead_letter_queue: sqs.IQueue,
-                 watchdog_dead_letter_queue: sqs.IQueue | None, topic: sns.ITopic) -> None:
+                 watchdog: StalledJobWatchdog | None, topic: sns.ITopic) -> None:
         super().__init__(scope, construct_id)
         failed_jobs = cloudwatch.Metric(
             namespace="AWS/Events", metric_name="MatchedEvents",
@@ -41,14 +47,27 @@ class PipelineAlarms(Construct):
             "Completed jobs whose models could not be registered after all retries wait in the registrar's "
             "dead-letter queue: read them, fix the cause, replay them.")
         alarms = [self.failed_jobs, self.dead_letters, self.registration_dead_letters]
-        self.watchdog_dead_letters = None
-        if watchdog_dead_letter_queue is not None:
+        self.watchdog_dead_letters = self.watchdog_unchecked_jobs = None
+        if watchdog is not None:
             self.watchdog_dead_letters = self._dead_letter_alarm(
-                "WatchdogDeadLettersAlarm", watchdog_dead_letter_queue,
+                "WatchdogDeadLettersAlarm", watchdog.dead_letter_queue,
                 "Stalled-job watchdog sweeps failed and wait in its dead-letter queue: until the cause is fixed, a "
                 "hung training job may bill unnoticed until its max_runtime. Read the records (the next sweep runs "
                 "on schedule by itself).")
-            alarms.append(self.watchdog_dead_letters)
+            # Missing data (no sweep reported in a period) says nothing about the jobs: the alarm keeps its state,
+            # rather than passing through OK and notifying again when the next sweep finds the same job unchecked.
+            self.watchdog_unchecked_jobs = cloudwatch.Alarm(
+                self, "WatchdogUncheckedJobsAlarm",
+                alarm_description="The stalled-job watchdog could not check a running training job (a call still "
+                                  "throttled or denied after its retries, or a log stream it could not read): a hung "
+                                  "job among those may bill until its max_runtime. The watchdog's log names each job "
+                                  "and why ('training job not checked'); the alarm returns to OK when a sweep checks "
+                                  "every job.",
+                metric=watchdog.unchecked_jobs, threshold=1, evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.IGNORE,
+            )
+            alarms += [self.watchdog_dead_letters, self.watchdog_unchecked_jobs]
         for alarm in alarms:
             alarm.add_alarm_action(actions.SnsAction(topic))
         allow_publishing(topic, service="cloudwatch.amazonaws.com", source_arns=[alarm.alarm_arn for alarm in alarms])

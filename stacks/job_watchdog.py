@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -20,6 +21,9 @@ POWERTOOLS_SERVICE_NAME = "stalled-job-watchdog"
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 # A sweep lists the project's running jobs and reads a few log streams of each: seconds, with room for backoff.
 TIMEOUT_SECONDS = 120
+# What each sweep puts out, in the project's namespace with its `service` dimension (Powertools' EMF): how many running
+# jobs it could not check (job_watchdog/service.py's JOBS_UNCHECKED; a test holds the two equal).
+UNCHECKED_JOBS_METRIC = "TrainingJobsUnchecked"
 
 
 def watchdog_environment(*, project_prefix: str, stall_minutes: int, notification_topic_arn: str) -> dict[str, str]:
@@ -36,7 +40,8 @@ def watchdog_environment(*, project_prefix: str, stall_minutes: int, notificatio
 
 
 class StalledJobWatchdog(Construct):
-    """The watchdog function, its schedule, role, logs and queue."""
+    """The watchdog function, its schedule, role, logs and queue, and the metric of the jobs its sweeps could not
+    check (one datapoint a sweep, over one schedule period)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, asset_dir: Path, project_prefix: str,
                  stall_minutes: int, check_every_minutes: int, topic: sns.ITopic, key: kms.IKey | None,
@@ -58,6 +63,10 @@ class StalledJobWatchdog(Construct):
         skip_checkov(self.function.node.default_child, "CKV_AWS_115",
                      "One invocation per schedule period; reserving concurrency would take it from every other "
                      "function of the account and fail to deploy where the account's quota is low.")
+        self.unchecked_jobs = cloudwatch.Metric(
+            namespace=project_prefix, metric_name=UNCHECKED_JOBS_METRIC,
+            dimensions_map={"service": POWERTOOLS_SERVICE_NAME}, statistic="Maximum",
+            period=Duration.minutes(check_every_minutes))
         self.schedule_rule = events.Rule(
             self, "ScheduleRule",
             description=f"Every {check_every_minutes} min: stop {project_prefix} training jobs whose logs have been "

@@ -94,7 +94,7 @@ class StatelessStack(Stack):
         PipelineAlarms(self, "Alarms", job_failed_rule=notifications.job_failed_rule,
                        dead_letter_queue=trigger.dead_letter_queue,
                        registration_dead_letter_queue=registration.dead_letter_queue,
-                       watchdog_dead_letter_queue=watchdog.dead_letter_queue if watchdog else None,
+                       watchdog=watchdog,
                        topic=notifications.topic)
         # What `aws lambda invoke` and a subscriber need (README, Deploy), exported by name like the stateful stack's.
         for attribute, value in (("TriggerFunctionName", trigger.function.function_name),

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from job_watchdog.service import JOBS_UNCHECKED
 
 from .synthesis import (
     SynthesizedApp,
@@ -228,6 +229,29 @@ def test_the_watchdog_is_deployed_with_the_configured_timing(any_app: Synthesize
     assert "rate(10 minutes)" in schedules  # stall_check_minutes: 10
 
 
+def test_jobs_the_watchdog_could_not_check_page_the_topic_once_not_on_every_sweep(any_app: SynthesizedApp) -> None:
+    # Given the watchdog function (Powertools puts its metrics in POWERTOOLS_METRICS_NAMESPACE, with a `service`
+    # dimension of POWERTOOLS_SERVICE_NAME) and the topic
+    variables = function_of_service(any_app.stateless, "stalled-job-watchdog")["Properties"]["Environment"][
+        "Variables"]
+    topic, = resources_of_type(any_app.stateless, "AWS::SNS::Topic")
+    # When the alarms on what its sweeps put out are read
+    alarms = [alarm["Properties"] for alarm in resources_of_type(any_app.stateless, "AWS::CloudWatch::Alarm").values()
+              if alarm["Properties"].get("MetricName") == JOBS_UNCHECKED]
+    # Then one alarm watches the sweeps' count of unchecked jobs, where the function puts it
+    [alarm] = alarms
+    assert (alarm["Namespace"], alarm["Dimensions"]) == (
+        variables["POWERTOOLS_METRICS_NAMESPACE"], [{"Name": "service", "Value": variables["POWERTOOLS_SERVICE_NAME"]}])
+    # and enters ALARM on the first sweep that leaves a job unchecked, one sweep period at a time
+    assert (alarm["Statistic"], alarm["Period"], alarm["Threshold"], alarm["EvaluationPeriods"]) == (
+        "Maximum", any_app.config.stall_check_minutes * 60, 1, 1)
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    # and tells the topic on that transition only (CloudWatch acts on state transitions; no OK action), keeping its
+    # state through a period without a sweep rather than passing through OK and telling the topic again
+    assert alarm["AlarmActions"] == [{"Ref": topic}] and "OKActions" not in alarm
+    assert alarm["TreatMissingData"] == "ignore"
+
+
 @pytest.mark.slow
 def test_without_the_watchdog_no_function_schedule_or_alarm_of_it_is_deployed(tmp_path: Path) -> None:
     # Given the watchdog turned off (-c stall_watchdog=false) / When the app is synthesized (cdk-nag included)
@@ -239,3 +263,5 @@ def test_without_the_watchdog_no_function_schedule_or_alarm_of_it_is_deployed(tm
     assert len(resources_of_type(app.stateless, "AWS::SQS::Queue")) == 2
     assert not any("ScheduleExpression" in rule["Properties"]
                    for rule in resources_of_type(app.stateless, "AWS::Events::Rule").values())
+    assert not any(alarm["Properties"].get("MetricName") == JOBS_UNCHECKED
+                   for alarm in resources_of_type(app.stateless, "AWS::CloudWatch::Alarm").values())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -303,8 +304,11 @@ def test_a_call_that_fails_for_one_job_leaves_it_unchecked_and_the_hung_job_besi
     # and the other job is reported unchecked, naming the call that failed and why, and counted for the alarm
     assert result["unchecked"] == [OTHER_JOB] and result["checked"] == 1
     assert result["jobs"][0]["reason"].startswith(f"{operation} failed: {code}: ")
+    # (in the namespace and under the `service` dimension the stack's alarm reads them from: tests/infrastructure)
     emitted = _emitted()
-    assert (emitted["TrainingJobsUnchecked"], emitted["StalledJobsStopped"]) == ([1.0], [1.0])
+    assert (emitted["namespace"], emitted["dimensions"]) == (os.environ["POWERTOOLS_METRICS_NAMESPACE"],
+                                                             {"service": os.environ["POWERTOOLS_SERVICE_NAME"]})
+    assert (emitted[service.JOBS_UNCHECKED], emitted[service.STALLED_JOBS_STOPPED]) == ([1.0], [1.0])
 
 
 def test_a_job_left_unchecked_sweep_after_sweep_is_never_published(stubs, no_earlier_metrics):
@@ -319,7 +323,7 @@ def test_a_job_left_unchecked_sweep_after_sweep_is_never_published(stubs, no_ear
     # Then each sweep reports it unchecked and counts it, and none publishes: the one message is the alarm's, which
     # CloudWatch sends when the alarm enters ALARM, not for every datapoint that keeps it there
     assert [result["unchecked"] for result in results] == [[OTHER_JOB]] * 3
-    assert sent == [] and _emitted()["TrainingJobsUnchecked"] == [1.0, 1.0, 1.0]
+    assert sent == [] and _emitted()[service.JOBS_UNCHECKED] == [1.0, 1.0, 1.0]
 
 
 def test_no_check_starts_once_the_function_is_about_to_time_out(stubs):
