@@ -14,14 +14,22 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 TERMINAL_JOB_STATES = ("Completed", "Failed", "Stopped")
+# The hyperparameter SageMaker adds to every training job a tuning job starts (its objective metric's name): the
+# SageMaker SDK calls it "reserved by SageMaker for tuning jobs" (sagemaker/tuner.py) and the training toolkit keeps it
+# from scripts (sagemaker_training/params.py). The `Training Job State Change` event carries the job's HyperParameters
+# but no TuningJobArn (AWS's sample event, and EventBridge's schema of it), so this key is what marks a trial there.
+TUNING_TRIAL_HYPERPARAMETER = "_tuning_objective_metric"
 
 
 def training_job_state_pattern(project_prefix: str, states: tuple[str, ...]) -> events.EventPattern:
-    """SageMaker's `Training Job State Change` events for this project's jobs (`<prefix>-*`) in `states`."""
+    """SageMaker's `Training Job State Change` events for this project's jobs (`<prefix>-*`) in `states`, tuning
+    trials left out: a tuning job's own event speaks for its trials (it counts them by status), and the registrar
+    registers its best trial when the tuning job completes."""
     return events.EventPattern(
         source=["aws.sagemaker"],
         detail_type=["SageMaker Training Job State Change"],
-        detail={"TrainingJobName": events.Match.prefix(f"{project_prefix}-"), "TrainingJobStatus": list(states)},
+        detail={"TrainingJobName": events.Match.prefix(f"{project_prefix}-"), "TrainingJobStatus": list(states),
+                "HyperParameters": {TUNING_TRIAL_HYPERPARAMETER: events.Match.does_not_exist()}},
     )
 
 
@@ -76,7 +84,7 @@ class JobNotifications(Construct):
             self.topic.add_subscription(subscriptions.EmailSubscription(notification_email))
         self.job_state_rule = events.Rule(
             self, "TrainingJobStateRule",
-            description=f"{project_prefix} training jobs that finished, failed or stopped",
+            description=f"{project_prefix} training jobs (not tuning trials) that finished, failed or stopped",
             event_pattern=training_job_state_pattern(project_prefix, TERMINAL_JOB_STATES),
             targets=[_TopicTarget(self.topic)],
         )
@@ -91,6 +99,6 @@ class JobNotifications(Construct):
         # A rule of its own, so that CloudWatch counts failures (AWS/Events MatchedEvents) for the alarm.
         self.job_failed_rule = events.Rule(
             self, "TrainingJobFailedRule",
-            description=f"{project_prefix} training jobs that failed",
+            description=f"{project_prefix} training jobs (not tuning trials) that failed",
             event_pattern=training_job_state_pattern(project_prefix, ("Failed",)),
         )

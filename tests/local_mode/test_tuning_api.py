@@ -234,9 +234,10 @@ def test_the_state_changes_become_the_eventbridge_event_a_rule_on_completed_tuni
     events = [tuning_job_state_change_event(description, request["Tags"], account="123456789012")
               for description in tuning_events]
     assert [matches(rule, event) for event in events] == [False, True]
-    # And the event's detail carries the best training job, with timestamps in epoch milliseconds
+    # And the event's detail carries what AWS's sample event does (the trials by status, no BestTrainingJob: the
+    # registrar asks DescribeHyperParameterTuningJob for that), with timestamps in epoch milliseconds
     detail = events[1]["detail"]
-    assert detail["BestTrainingJob"]["TrainingJobName"] == final["BestTrainingJob"]["TrainingJobName"]
+    assert detail["TrainingJobStatusCounters"] == final["TrainingJobStatusCounters"] and "BestTrainingJob" not in detail
     assert detail["CreationTime"] == int(final["CreationTime"].timestamp() * 1000)
     assert detail["Tags"] == {"dataset": "toy"} and events[1]["resources"] == [final["HyperParameterTuningJobArn"]]
     assert json.dumps(events[1])  # EventBridge carries JSON
