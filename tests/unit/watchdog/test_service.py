@@ -80,6 +80,14 @@ class Stubs:
                                                       "nextForwardToken": "f/0"},
                                    {**request, **({"nextToken": tokens[number - 1]} if number else {})})
 
+    def hung_job(self) -> None:
+        """The sample job, training since 05:40, whose hosts last logged at 05:52 (algo-1) and 05:42 (algo-2), as both
+        the listing and the streams show."""
+        self.described()
+        self.listed(algo_1=at(12), algo_2=at(2))
+        self.newest_line("algo-1", at(12), since=at(12))
+        self.newest_line("algo-2", at(2), since=at(2))
+
     def published(self) -> list[dict]:
         """Every SNS message, read off the client's own hook."""
         return published(self.sns.client)
@@ -120,10 +128,7 @@ def _emitted() -> dict:
 def test_a_job_whose_hosts_fell_silent_is_stopped_and_the_team_told_which_host_when(stubs):
     # Given a two-host job training since 05:40 whose hosts last logged at 05:42 (algo-2) and 05:52 (algo-1)
     stubs.running(JOB)
-    stubs.described()
-    stubs.listed(algo_1=at(12), algo_2=at(2))
-    stubs.newest_line("algo-1", at(12), since=at(12))
-    stubs.newest_line("algo-2", at(2), since=at(2))
+    stubs.hung_job()
     stubs.sagemaker.add_response("stop_training_job", {}, {"TrainingJobName": JOB})
     stubs.sns.add_response("publish", {"MessageId": "1"}, None)
     sent = stubs.published()
@@ -179,10 +184,7 @@ def test_a_job_that_began_training_lately_is_left_alone_without_reading_its_logs
 def test_a_job_another_sweep_stopped_first_is_not_reported_twice(stubs):
     # Given a stalled job that SageMaker no longer lets stop (a concurrent sweep stopped it a moment ago)
     stubs.running(JOB)
-    stubs.described()
-    stubs.listed(algo_1=at(12), algo_2=at(2))
-    stubs.newest_line("algo-1", at(12), since=at(12))
-    stubs.newest_line("algo-2", at(2), since=at(2))
+    stubs.hung_job()
     stubs.sagemaker.add_client_error("stop_training_job", "ValidationException",
                                      "The request was rejected because the training job is in status Stopping.",
                                      expected_params={"TrainingJobName": JOB})
@@ -289,10 +291,7 @@ def test_a_call_that_fails_for_one_job_leaves_it_unchecked_and_the_hung_job_besi
             stubs.listed(OTHER_JOB, algo_1=at(12), algo_2=at(2))
             stubs.logs.add_client_error("get_log_events", code, "Rate exceeded",
                                         expected_params=_read_request(_stream(OTHER_JOB, "algo-1"), at(12)))
-    stubs.described()
-    stubs.listed(algo_1=at(12), algo_2=at(2))
-    stubs.newest_line("algo-1", at(12), since=at(12))
-    stubs.newest_line("algo-2", at(2), since=at(2))
+    stubs.hung_job()
     stubs.sagemaker.add_response("stop_training_job", {}, {"TrainingJobName": JOB})
     stubs.sns.add_response("publish", {"MessageId": "1"}, None)
     sent = stubs.published()
@@ -351,10 +350,7 @@ def test_every_job_is_checked_first_by_some_sweep_and_each_keeps_its_place_after
 def test_a_stopped_job_whose_message_fails_is_reported_stopped_and_the_sweep_goes_on(stubs):
     # Given the hung sample job, then a job still downloading, and a topic that refuses the publish
     stubs.running(JOB, OTHER_JOB)
-    stubs.described()
-    stubs.listed(algo_1=at(12), algo_2=at(2))
-    stubs.newest_line("algo-1", at(12), since=at(12))
-    stubs.newest_line("algo-2", at(2), since=at(2))
+    stubs.hung_job()
     stubs.sagemaker.add_response("stop_training_job", {}, {"TrainingJobName": JOB})
     stubs.sns.add_client_error("publish", "AuthorizationError", "not authorized to perform: SNS:Publish")
     stubs.described(OTHER_JOB, SecondaryStatus="Downloading")
