@@ -124,8 +124,9 @@ class PipelineConfig(BaseModel):
         default_factory=dict,
         description="environment variables of every process of every job (CreateTrainingJob's `Environment`, SDK "
                     "v2's `PyTorch(environment=...)`), under a manifest's and a manual payload's `environment`, "
-                    "e.g. `{\"NCCL_DEBUG\": \"INFO\"}` (JSON with `-c`); checked against SageMaker's limits and "
-                    "refused for names the platform sets itself (docs/trigger.md, Environment)")
+                    "e.g. `{\"SAGEMAKER_DISTRIBUTED_COLLECTIVE_TIMEOUT\": \"3600\"}` (JSON with `-c`); checked "
+                    "against SageMaker's limits and refused for names the platform sets itself (docs/trigger.md, "
+                    "Environment)")
     train_data_distribution: str = Field(
         default="FullyReplicated",
         description="how SageMaker spreads the `train` channel's objects over a job's instances: `FullyReplicated` "

@@ -99,6 +99,18 @@ def test_a_job_environment_and_sharding_from_the_command_line_reach_the_trigger_
     assert static["train_data_distribution"] == "ShardedByS3Key"
 
 
+def test_the_collective_timeout_the_package_reads_is_a_default_environment_synthesis_accepts() -> None:
+    # Given `-c default_environment='{"SAGEMAKER_DISTRIBUTED_COLLECTIVE_TIMEOUT": "3600"}'` (docs/bring-your-own.md),
+    # under the default torchrun distribution and under SMDDP
+    environment = {"SAGEMAKER_DISTRIBUTED_COLLECTIVE_TIMEOUT": "3600"}
+    for distribution in ("torch_distributed", "pytorchddp"):
+        # When the configuration is validated / Then it keeps the variable, though SAGEMAKER_* names are refused
+        assert config_for("dev", distribution=distribution,
+                          default_environment=json.dumps(environment)).default_environment == environment
+    with pytest.raises(ConfigError, match="default_environment.SAGEMAKER_PROGRAM is set by SageMaker"):
+        config_for("dev", default_environment={"SAGEMAKER_PROGRAM": "x.py"})
+
+
 def test_unknown_environment_names_the_known_ones() -> None:
     with pytest.raises(ConfigError, match=r"env='staging'.*\['dev', 'prod'\]"):
         config_for("staging")
