@@ -96,7 +96,8 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
     if request.tuning is not None:
         section = (section or TuningSection()).then(request.tuning)
     tuning = None if section is None else resolve_tuning(section, entry_point=overrides.entry_point,
-                                                         settings=settings, where=TUNING_KEY)
+                                                         settings=settings, where=TUNING_KEY,
+                                                         hyperparameters=overrides.hyperparameters)
     errors = check_hyperparameters(overrides.hyperparameters, "hyperparameters")
     if overrides.entry_point in settings.checked_entry_points:
         # After merging: the script that runs decides which flags exist, whichever layer named it.

@@ -9,6 +9,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from training_trigger.hyperband import HYPERBAND, hyperband_resource_errors
 from training_trigger.hyperparameter_flags import flag_kind, flag_problem
 from training_trigger.job_names import job_name_errors, tuning_job_stem
 from training_trigger.limits import api_shape, hyperparameter_key_errors
@@ -98,9 +99,11 @@ def _strategy_errors(tuning: TuningJob) -> list[str]:
     if tuning.max_parallel_jobs > tuning.max_jobs:
         errors.append(f"{WHERE}.max_parallel_jobs={tuning.max_parallel_jobs} exceeds max_jobs={tuning.max_jobs}: "
                       f"lower it")
-    if tuning.strategy == "Hyperband" and tuning.early_stopping != "Off":
+    if tuning.strategy == HYPERBAND and tuning.early_stopping != "Off":
         errors.append(f"{WHERE}.early_stopping={tuning.early_stopping!r} with strategy 'Hyperband', which stops "
                       f"trials itself: set early_stopping 'Off'")
+    if tuning.hyperband is not None:
+        errors += hyperband_resource_errors(tuning.hyperband, WHERE)
     if tuning.strategy == "Grid":
         combinations = grid_combinations(tuning.ranges)
         if combinations is None:

@@ -111,7 +111,7 @@ def test_a_range_the_scripts_or_sagemaker_refuse_is_refused_in_dry_run(ranges, m
      "tuning.max_jobs=400 x instance_count=2 x max_runtime=7200 s may use 1600 instance-hours, over the "
      "pipeline's ceiling max_tuning_instance_hours=960: ask for at most 240 jobs"),
     ({**RANKER_TUNING, "max_parallel_jobs": 5}, "tuning.max_parallel_jobs=5 exceeds max_jobs=4"),
-    ({**RANKER_TUNING, "strategy": "Hyperband", "early_stopping": "Auto"},
+    ({**RANKER_TUNING, "strategy": "Hyperband", "max_resource": 8, "early_stopping": "Auto"},
      "early_stopping='Auto' with strategy 'Hyperband'"),
     ({**RANKER_TUNING, "strategy": "Grid"}, "strategy='Grid' searches categorical ranges only"),
     ({"ranges": {f"flag{index}": {"type": "integer", "min": 1, "max": 2} for index in range(31)}},
@@ -215,7 +215,7 @@ def _page_json_blocks() -> list[dict]:
 
 def test_the_pages_ranker_manifest_starts_the_tuning_job_it_describes(s3_stub, sagemaker_stub):
     # Given the manifest exactly as docs/tuning.md shows it
-    [manifest, _] = _page_json_blocks()
+    [manifest, _, _] = _page_json_blocks()
     sent = []
     sagemaker_stub.client.meta.events.register_first(
         "before-parameter-build.sagemaker.CreateHyperParameterTuningJob", lambda params, **_: sent.append(params))
@@ -230,6 +230,16 @@ def test_the_pages_ranker_manifest_starts_the_tuning_job_it_describes(s3_stub, s
     assert sent[0]["TrainingJobDefinition"]["HyperParameterTuningResourceConfig"]["InstanceType"] == "ml.g5.2xlarge"
 
 
+def test_the_pages_hyperband_section_runs_as_written_in_dry_run(s3_stub, sagemaker_stub):
+    # Given the Hyperband section exactly as docs/tuning.md shows it
+    [_, manifest, _] = _page_json_blocks()
+    # When a dry run asks for it / Then its trials may train the 8 epochs it gives, Hyperband stopping them from 1 on
+    result = _dry_run(s3_stub, manifest["tuning"])
+    assert result["status"] == "dry_run", result
+    assert result["request"]["HyperParameterTuningJobConfig"]["StrategyConfig"] == {
+        "HyperbandStrategyConfig": {"MinResource": 1, "MaxResource": 8}}
+
+
 def test_the_pages_own_script_payload_runs_as_written_in_dry_run(s3_stub, sagemaker_stub, monkeypatch, tmp_path):
     # Given the stack the page deploys for a script of one's own, and its payload exactly as written
     from training_trigger.settings import load_settings
@@ -240,7 +250,7 @@ def test_the_pages_own_script_payload_runs_as_written_in_dry_run(s3_stub, sagema
         metric_definitions=[{"Name": "val_loss", "Regex": "val_loss=([0-9.eE+-]+)"}])
     monkeypatch.setenv("STATIC_SETTINGS_FILE", environ["STATIC_SETTINGS_FILE"])
     load_settings.cache_clear()
-    [_, payload] = _page_json_blocks()
+    [_, _, payload] = _page_json_blocks()
     # (the dataset's one complete version)
     version = "datasets/web-search/2026-11-01/"
     s3_stub.add_response("list_objects_v2", {"CommonPrefixes": [{"Prefix": version}]}, None)
@@ -294,8 +304,82 @@ def test_the_stacks_defaults_bend_to_what_the_section_asks(s3_stub, sagemaker_st
     monkeypatch.setenv("STATIC_SETTINGS_FILE", environ["STATIC_SETTINGS_FILE"])
     load_settings.cache_clear()
     # When a section asks for 2 trials of a Hyperband search, naming neither default
-    result = _dry_run(s3_stub, {"strategy": "Hyperband", "max_jobs": 2, "ranges": RANKER_TUNING["ranges"]})
+    result = _dry_run(s3_stub, {"strategy": "Hyperband", "max_resource": 8, "max_jobs": 2,
+                                "ranges": RANKER_TUNING["ranges"]})
     # Then it runs its 2 trials at once, without early stopping, which Hyperband does not allow
     assert result["status"] == "dry_run", result
     config = result["request"]["HyperParameterTuningJobConfig"]
     assert (config["ResourceLimits"]["MaxParallelTrainingJobs"], config["TrainingJobEarlyStoppingType"]) == (2, "Off")
+
+
+def _redeploy(monkeypatch, tmp_path, **changes) -> None:
+    from training_trigger.settings import load_settings
+
+    monkeypatch.setenv("STATIC_SETTINGS_FILE", write_stack_settings(tmp_path, **changes)["STATIC_SETTINGS_FILE"])
+    load_settings.cache_clear()
+
+
+LEARNING_RATE_ONLY = {"learning-rate": RANKER_TUNING["ranges"]["learning-rate"]}
+
+
+def _hyperband_config(result) -> dict:
+    assert result["status"] == "dry_run", result
+    return result["request"]["HyperParameterTuningJobConfig"]["StrategyConfig"]
+
+
+def test_a_hyperband_search_sends_the_jobs_epochs_as_its_most_resource(s3_stub, sagemaker_stub):
+    # Given the documented payload, whose job trains 5 epochs (hyperparameters.epochs), and a Hyperband section
+    result = _dry_run(s3_stub, {"strategy": "Hyperband", "ranges": LEARNING_RATE_ONLY})
+    # Then the request says how many epochs a trial may train, and that Hyperband may stop one after the first
+    assert _hyperband_config(result) == {"HyperbandStrategyConfig": {"MinResource": 1, "MaxResource": 5}}
+
+
+def test_a_hyperband_search_of_the_shipped_stack_trains_at_most_the_scripts_default_epochs(s3_stub, sagemaker_stub,
+                                                                                           monkeypatch, tmp_path):
+    # Given the shipped stack (no default hyperparameters) and a payload that sets no epochs: no static hyperparameter
+    # SageMaker could infer MaxResource from
+    _redeploy(monkeypatch, tmp_path, default_hyperparameters={})
+    result = _dry_run(s3_stub, {"strategy": "Hyperband", "ranges": LEARNING_RATE_ONLY}, hyperparameters={})
+    # Then the resource is the entry point's own --epochs default, which is what each trial trains
+    assert _hyperband_config(result) == {"HyperbandStrategyConfig": {"MinResource": 1, "MaxResource": 30}}
+
+
+def test_a_hyperband_sections_own_resource_wins(s3_stub, sagemaker_stub):
+    result = _dry_run(s3_stub, {"strategy": "Hyperband", "min_resource": 2, "max_resource": 4,
+                                "ranges": RANKER_TUNING["ranges"]})
+    assert _hyperband_config(result) == {"HyperbandStrategyConfig": {"MinResource": 2, "MaxResource": 4}}
+
+
+@pytest.mark.parametrize(("tuning", "payload", "message"), [
+    # docs/tuning.md's example tunes epochs: SageMaker could infer nothing and would refuse the job
+    ({"strategy": "Hyperband", "ranges": RANKER_TUNING["ranges"]}, {},
+     "tuning.max_resource is missing: strategy 'Hyperband' needs the most epochs a trial may train "
+     "(HyperbandStrategyConfig.MaxResource), which SageMaker infers only from a static "
+     "epochs/numepochs/n-epochs/n_epochs/num_epochs hyperparameter, and this job tunes epochs: give "
+     "tuning.max_resource (e.g. 10), or set hyperparameters.epochs and leave it untuned"),
+    # A script of your own whose job sets no epochs
+    ({"strategy": "Hyperband", "objective_metric": "val_loss", "objective_type": "Minimize",
+      "ranges": {"lr": {"type": "continuous", "min": 0.001, "max": 0.1}}},
+     {"entry_point": "train.py", "hyperparameters": {"lr": 0.01}},
+     "tuning.max_resource is missing: strategy 'Hyperband' needs the most epochs a trial may train"),
+    ({"strategy": "Hyperband", "max_resource": 20001, "ranges": LEARNING_RATE_ONLY}, {},
+     "tuning.max_resource=20001 exceeds Hyperband's 20000 epochs (HyperbandStrategyConfig.MaxResource): lower it"),
+    ({"strategy": "Hyperband", "min_resource": 8, "ranges": LEARNING_RATE_ONLY}, {},
+     "tuning.min_resource=8 exceeds the most epochs a trial trains, 5 (hyperparameters.epochs)"),
+    ({"strategy": "Random", "max_resource": 10, "ranges": LEARNING_RATE_ONLY}, {},
+     "tuning.max_resource is for strategy 'Hyperband' only, not 'Random': remove it, or set strategy 'Hyperband'"),
+])
+def test_a_hyperband_resource_sagemaker_would_refuse_is_refused_naming_the_field(tuning, payload, message, s3_stub,
+                                                                                 sns_stub, sagemaker_stub,
+                                                                                 monkeypatch, tmp_path):
+    # Given a bundle holding a script of the user's beside the project's
+    _redeploy(monkeypatch, tmp_path, default_hyperparameters={},
+              bundle_files=["train.py", "train_ddp.py", "train_lightning.py"],
+              metric_definitions=[{"Name": "val_loss", "Regex": "val_loss=([0-9.]+)"},
+                                  {"Name": "val_ndcg@10", "Regex": "val_ndcg@10=([0-9.]+)"}])
+    _expect_rejection_notice(sns_stub)
+    # When a dry run asks for the search (the SageMaker Stubber has nothing queued: any call fails the test)
+    result = _dry_run(s3_stub, tuning, **payload)
+    # Then it is refused before any call, naming the field and the fix
+    assert result["status"] == "rejected", result
+    assert any(error.startswith(message) for error in result["errors"]), result["errors"]
