@@ -16,7 +16,6 @@ from pathlib import Path
 
 import handler
 import pytest
-from botocore.exceptions import ClientError
 from botocore.response import StreamingBody
 from botocore.stub import ANY
 
@@ -206,15 +205,6 @@ def test_the_retrain_schedule_retrains_on_every_tick_and_once_per_tick(s3_stub, 
     # for the same job again (SageMaker refuses the name a second time)
     assert names[0] == names[1] != names[2]
     assert all(name.startswith("ranker-web-search-2026-11-01-") for name in names)
-
-
-@pytest.mark.parametrize("code", ["ThrottlingException", "ResourceLimitExceeded"])
-def test_throttling_and_quota_raise_so_the_event_is_retried(s3_stub, sagemaker_stub, code):
-    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
-    sagemaker_stub.add_client_error("create_training_job", service_error_code=code, http_status_code=400)
-    with pytest.raises(ClientError) as raised:
-        _invoke(load_event("s3_eventbridge_object_created.json"))
-    assert raised.value.response["Error"]["Code"] == code
 
 
 def test_manifest_overrides_the_defaults(s3_stub, sagemaker_stub, sent_requests):
