@@ -22,9 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from stacks.model_metrics import model_quality_metrics, project_metric_names
 from stacks.source_layout import SourceLayoutError, bundle_members, project_path
 from stacks.training_code_modules import TRAINING_CODE_DIR, training_code_module
+from stacks.trigger_modules import trigger_module
 
 profiles = training_code_module("sagemaker_distributed/container_profiles.py")
 job_environment = training_code_module("sagemaker_distributed/job_environment.py")
+job_names = trigger_module("job_names.py")
 
 # SageMaker's managed spot and warm pools cap a job at 28 days.
 _MAX_JOB_SECONDS = 28 * 24 * 3600
@@ -66,8 +68,10 @@ class PipelineConfig(BaseModel):
     env_name: Literal["dev", "prod"] = Field(
         description="named environment from cdk.json's `environments`, selected with `-c env=...` (default `dev`)")
     project_prefix: str = Field(pattern=r"^[a-z][a-z0-9-]{1,30}[a-z0-9]$",
-                                description="prefix of stack names and training job names (`<prefix>-...`); the "
-                                            "trigger's IAM permissions are scoped to jobs named `<prefix>-*`")
+                                description="prefix of stack names and training and tuning job names (`<prefix>-...`); "
+                                            "the trigger's IAM permissions are scoped to jobs named `<prefix>-*`; at "
+                                            f"most {job_names.longest_tuning_prefix()} characters, so that every "
+                                            f"tuning job name fits SageMaker's {job_names.MAX_TUNING_LENGTH}")
     region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$",
                         description="AWS region of both stacks and of the AWS PyTorch DLC; the account comes from "
                                     "your credentials")
@@ -271,6 +275,18 @@ class PipelineConfig(BaseModel):
         if filled.get("instance_type") is None:
             filled["instance_type"] = profiles.DEFAULT_INSTANCE_TYPES[distribution]
         return filled
+
+    @field_validator("project_prefix")
+    @classmethod
+    def _names_tuning_jobs(cls, prefix: str) -> str:
+        """The trigger names tuning jobs `<prefix>-<dataset, cut>-<a part of their own>` (job_names.py): a longer
+        prefix would have every tuning job refused."""
+        longest = job_names.longest_tuning_prefix()
+        if len(prefix) > longest:
+            raise ValueError(f"{len(prefix)} characters leave no room in a tuning job's name, which SageMaker allows "
+                             f"{job_names.MAX_TUNING_LENGTH} characters (CreateHyperParameterTuningJob) and the "
+                             f"trigger writes <prefix>-<dataset>-<a part of its own>: use at most {longest}")
+        return prefix
 
     @field_validator("distribution")
     @classmethod

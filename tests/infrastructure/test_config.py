@@ -24,6 +24,9 @@ def test_cdk_json_defaults_are_valid_for_every_named_environment() -> None:
 
 @pytest.mark.parametrize(("overrides", "named"), [
     ({"project_prefix": "Ranker_X"}, ["project_prefix", "Ranker_X"]),
+    # Every tuning job would be refused: `<prefix>-<dataset>-<its own part>` must fit SageMaker's 32 characters
+    ({"project_prefix": "search-relevance-ranking"},
+     ["project_prefix='search-relevance-ranking': 24 characters leave no room in a tuning job's name", "at most 21"]),
     ({"region": "mars-north-1"}, ["region", "mars-north-1"]),
     ({"dataset_prefix": "/datasets"}, ["dataset_prefix", "/datasets"]),
     ({"marker_names": ["ok", "bad/name"]}, ["marker_names", "bad/name"]),
@@ -109,6 +112,18 @@ def test_the_collective_timeout_the_package_reads_is_a_default_environment_synth
                           default_environment=json.dumps(environment)).default_environment == environment
     with pytest.raises(ConfigError, match="default_environment.SAGEMAKER_PROGRAM is set by SageMaker"):
         config_for("dev", default_environment={"SAGEMAKER_PROGRAM": "x.py"})
+
+
+def test_synthesis_accepts_exactly_the_prefixes_that_name_tuning_jobs() -> None:
+    # Given the trigger's own tuning job names, for the longest prefix synthesis accepts and one a character longer
+    from training_trigger.job_names import job_name_errors, longest_tuning_prefix, manual_tuning_job_name
+
+    accepted, refused = "r" * (longest_tuning_prefix() - 2) + "-x", "r" * (longest_tuning_prefix() - 1) + "-x"
+    # Then the accepted one names a manual tuning job the trigger accepts, and the other stops synthesis
+    assert config_for("dev", project_prefix=accepted).project_prefix == accepted
+    assert job_name_errors(manual_tuning_job_name(accepted, "web search"), accepted, tuning=True) == []
+    with pytest.raises(ConfigError, match=rf"project_prefix='{refused}': .* tuning job's name"):
+        config_for("dev", project_prefix=refused)
 
 
 def test_unknown_environment_names_the_known_ones() -> None:

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from training_trigger.job_names import dataset_tuning_job_name
 from training_trigger.tuning import parse_tuning_section
 
-from trigger.sample_inputs import load_event, write_stack_settings
+from trigger.sample_inputs import DATA_BUCKET, job_spec, load_event, stack_settings, write_stack_settings
 from trigger.test_handler import (  # noqa: F401 (stack_environment: the handler tests' autouse settings fixture)
     MARKER_ETAG,
     _expect_rejection_notice,
@@ -57,7 +58,7 @@ def test_a_manifest_tuning_section_starts_one_tuning_job_and_a_redelivery_none(s
     # Then one tuning job starts, under one name of at most 32 characters; the second is a duplicate
     assert (first["status"], second["status"]) == ("started", "duplicate")
     assert first["job_name"] == second["job_name"] and len(first["job_name"]) <= 32
-    assert first["job_name"].startswith("ranker-web-sear-")  # the dataset cut to the room 32 characters leave
+    assert first["job_name"].startswith("ranker-web-search-")  # the dataset, cut to the room 32 characters leave
     assert first["job_kind"] == "tuning"
     # And the request optimises the ranker's own objective over the two ranges, with the trial's tags
     config = sent[0]["HyperParameterTuningJobConfig"]
@@ -116,8 +117,8 @@ def test_a_range_the_scripts_or_sagemaker_refuse_is_refused_in_dry_run(ranges, m
     ({**RANKER_TUNING, "strategy": "Grid"}, "strategy='Grid' searches categorical ranges only"),
     ({"ranges": {f"flag{index}": {"type": "integer", "min": 1, "max": 2} for index in range(31)}},
      "tuning.ranges: 31 ranges exceed SageMaker's 30 per tuning job"),
-    ({**RANKER_TUNING, "warm_start": {"parents": ["ranker-other-data-0123456789"]}},
-     "'ranker-other-data-0123456789' is not a tuning job of this dataset"),
+    ({**RANKER_TUNING, "warm_start": {"parents": ["other-web-search-0123456789"]}},
+     "tuning.warm_start.parents: job_name='other-web-search-0123456789' does not start with 'ranker-'"),
 ])
 def test_tuning_rules_are_checked_in_dry_run_before_any_call(tuning, message, s3_stub, sns_stub, sagemaker_stub):
     _expect_rejection_notice(sns_stub)
@@ -383,3 +384,71 @@ def test_a_hyperband_resource_sagemaker_would_refuse_is_refused_naming_the_field
     # Then it is refused before any call, naming the field and the fix
     assert result["status"] == "rejected", result
     assert any(error.startswith(message) for error in result["errors"]), result["errors"]
+
+
+def _tuning_job_description(name: str, dataset: str) -> dict:
+    """DescribeHyperParameterTuningJob's answer for a completed tuning job the trigger started on `dataset`: its
+    training definition as the trigger builds it (the channels of that dataset's version)."""
+    from training_trigger.tuning import ParameterRange, TuningJob
+    from training_trigger.tuning_request import build_tuning_job_request
+
+    root = f"s3://{DATA_BUCKET}/datasets/{dataset}/2026-10-01/"
+    tuning = TuningJob(objective_metric="val_ndcg@10", objective_type="Maximize", strategy="Bayesian", max_jobs=4,
+                       max_parallel_jobs=2, early_stopping="Off",
+                       ranges=(ParameterRange("learning-rate", "continuous", 0.0001, 0.01, "Logarithmic"),))
+    request = build_tuning_job_request(job_spec(job_name=name, channels={"train": f"{root}train/",
+                                                                       "validation": f"{root}validation/"},
+                                                tuning=tuning), stack_settings())
+    return {"HyperParameterTuningJobName": name, "HyperParameterTuningJobArn": f"{TUNING_ARN.rsplit('/', 1)[0]}/{name}",
+            "HyperParameterTuningJobConfig": request["HyperParameterTuningJobConfig"],
+            "TrainingJobDefinition": request["TrainingJobDefinition"], "HyperParameterTuningJobStatus": "Completed",
+            "CreationTime": dt.datetime(2026, 10, 1, 7, 0, tzinfo=dt.timezone.utc),
+            "TrainingJobStatusCounters": {"Completed": 4}, "ObjectiveStatusCounters": {"Succeeded": 4}}
+
+
+def _warm_start_dry_run(s3_stub, sagemaker_stub, parent: str, parent_dataset: str | None):
+    """A dry run of the ranker's section on 'web search', warm-started from `parent`, which SageMaker describes as
+    a tuning job of `parent_dataset` (None: it knows no such job)."""
+    if parent_dataset is None:
+        sagemaker_stub.add_client_error("describe_hyper_parameter_tuning_job", service_error_code="ResourceNotFound",
+                                        service_message=f"Amazon SageMaker can't find a tuning job named {parent}",
+                                        expected_params={"HyperParameterTuningJobName": parent})
+    else:
+        sagemaker_stub.add_response("describe_hyper_parameter_tuning_job",
+                                    _tuning_job_description(parent, parent_dataset),
+                                    {"HyperParameterTuningJobName": parent})
+    return _dry_run(s3_stub, {**RANKER_TUNING, "warm_start": {"parents": [parent]}})
+
+
+def test_a_warm_start_parent_of_another_dataset_sharing_the_cut_name_is_refused(s3_stub, sns_stub, sagemaker_stub):
+    # Given a tuning job of 'web search archive', whose name keeps 'web-search-arc' of its dataset in 32 characters
+    # and so starts as the names of 'web search''s tuning jobs do
+    parent = dataset_tuning_job_name("ranker", "web search archive", "an earlier key")
+    assert parent.startswith(dataset_tuning_job_name("ranker", "web search", "any key")[:len("ranker-web-search-")])
+    _expect_rejection_notice(sns_stub)
+    # When a tuning job of 'web search' names it as its warm start's parent
+    result = _warm_start_dry_run(s3_stub, sagemaker_stub, parent, "web search archive")
+    # Then SageMaker's description of the parent shows the other dataset, and the section is refused before any call
+    # that starts anything
+    assert result["status"] == "rejected", result
+    assert result["errors"] == [f"tuning.warm_start.parents: {parent!r} trained on dataset 'web search archive', "
+                                f"not on this job's dataset 'web search': warm-start from the dataset's own earlier "
+                                f"tuning jobs"]
+
+
+def test_a_warm_start_parent_of_the_same_dataset_is_accepted(s3_stub, sagemaker_stub):
+    # Given a tuning job of an earlier version of 'web search'
+    parent = dataset_tuning_job_name("ranker", "web search", "an earlier key")
+    # When a tuning job of its newer version names it / Then it warm-starts from it
+    result = _warm_start_dry_run(s3_stub, sagemaker_stub, parent, "web search")
+    assert result["status"] == "dry_run", result
+    assert result["request"]["WarmStartConfig"] == {
+        "ParentHyperParameterTuningJobs": [{"HyperParameterTuningJobName": parent}],
+        "WarmStartType": "TransferLearning"}
+
+
+def test_a_warm_start_parent_sagemaker_does_not_know_is_refused(s3_stub, sns_stub, sagemaker_stub):
+    _expect_rejection_notice(sns_stub)
+    result = _warm_start_dry_run(s3_stub, sagemaker_stub, "ranker-web-search-0123456789", None)
+    assert result["errors"] == ["tuning.warm_start.parents: 'ranker-web-search-0123456789' is not a tuning job "
+                                "SageMaker knows: name an earlier tuning job of this dataset"]
