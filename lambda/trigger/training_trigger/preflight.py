@@ -25,7 +25,7 @@ from training_trigger.limits import (
     tag_errors,
     training_environment_limits,
 )
-from training_trigger.planning import TRAIN_CHANNEL, TrainingJobSpec
+from training_trigger.planning import TrainingJobSpec
 from training_trigger.settings import Settings
 from training_trigger.tuning_guards import tuning_errors
 from training_trigger.warm_start import parent_dataset_errors
@@ -81,12 +81,7 @@ def _naming_errors(request: dict[str, Any], settings: Settings) -> list[str]:
             errors.append(f"{member('hyperparameters', key)}: the encoded value is {len(value)} characters, over "
                           f"{MAX_HYPERPARAMETER_VALUE_LENGTH}: pass large settings as a file in a channel")
     # With the trigger's own tags, whose values come from dataset folder names.
-    errors += tag_errors({tag["Key"]: tag["Value"] for tag in request["Tags"]}, "tags")
-    channels = [channel["ChannelName"] for channel in request["InputDataConfig"]]
-    if TRAIN_CHANNEL not in channels:
-        errors.append(f"channels: {channels} has no {TRAIN_CHANNEL!r} channel, which the training scripts "
-                      f"require: write the dataset under <version>/{TRAIN_CHANNEL}/ or give channels.train")
-    return errors
+    return errors + tag_errors({tag["Key"]: tag["Value"] for tag in request["Tags"]}, "tags")
 
 
 def _distribution_errors(spec: TrainingJobSpec, settings: Settings) -> list[str]:

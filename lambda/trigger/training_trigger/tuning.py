@@ -7,6 +7,7 @@ scripts' flags, the strategy's rules, the cost ceiling, SageMaker's limits) are 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -237,6 +238,9 @@ def resolve_tuning(section: TuningSection, *, entry_point: str, settings: Settin
     if not metric:
         errors.append(f"{where}.objective_metric is missing: entry_point={entry_point!r} has no default objective; "
                       f"name one of the jobs' metrics {_metric_names(settings)}")
+    elif metric not in _metric_names(settings):
+        # Before its direction: a misspelt default objective would otherwise be asked for objective_type first.
+        errors.append(_unknown_objective(metric, settings, where))
     elif not kind:
         errors.append(f"{where}.objective_type is missing for objective_metric={metric!r}: give Maximize or Minimize")
     if not section.ranges:
@@ -275,6 +279,15 @@ def resolve_tuning(section: TuningSection, *, entry_point: str, settings: Settin
 
 def _metric_names(settings: Settings) -> list[str]:
     return [definition["Name"] for definition in settings.metric_definitions]
+
+
+def _unknown_objective(metric: str, settings: Settings, where: str) -> str:
+    names = _metric_names(settings)
+    close = difflib.get_close_matches(metric, names, n=3)
+    meant = f"did you mean {close}?" if close else f"name one of {names}"
+    return (f"{where}.objective_metric={metric!r} is not one of the jobs' metric definitions: {meant} SageMaker reads "
+            f"the objective from the training log with one of them; to tune on another, add it to metric_definitions "
+            f"in the pipeline configuration")
 
 
 def grid_combinations(ranges: tuple[ParameterRange, ...]) -> int | None:

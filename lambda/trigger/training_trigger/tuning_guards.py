@@ -23,7 +23,7 @@ SECONDS_PER_HOUR = 3600
 
 
 def tuning_errors(tuning: TuningJob, spec: TrainingJobSpec, settings: Settings) -> list[str]:
-    errors = _objective_errors(tuning, settings) + _strategy_errors(tuning) + _cost_errors(tuning, spec, settings)
+    errors = _strategy_errors(tuning) + _cost_errors(tuning, spec, settings)
     errors += _warm_start_errors(tuning, settings.job_name_prefix)
     # The API allows 30 ranges in all (each kind's list says 30; the API reference: the total, too).
     most = api_shape("ContinuousParameterRanges").metadata["max"]
@@ -82,15 +82,6 @@ def range_flag_errors(found: ParameterRange, definitions: Mapping[str, Any], whe
                 f"fractions: use an integer range"]
     return [f"{where}.{bound}{problem}" for bound, value in (("min", found.minimum), ("max", found.maximum))
             if (problem := flag_problem(found.name, value, definitions))]
-
-
-def _objective_errors(tuning: TuningJob, settings: Settings) -> list[str]:
-    names = [definition["Name"] for definition in settings.metric_definitions]
-    if tuning.objective_metric in names:
-        return []
-    return [f"{WHERE}.objective_metric={tuning.objective_metric!r} is not one of the jobs' metric definitions "
-            f"{names}: SageMaker reads the objective from the training log with one of them; name one, or add it "
-            f"to metric_definitions in the pipeline configuration"]
 
 
 def _strategy_errors(tuning: TuningJob) -> list[str]:
