@@ -87,23 +87,28 @@ def test_a_job_without_any_environment_sends_none(s3_stub, sagemaker_stub, deplo
     assert "Environment" not in _dry_run()["request"]
 
 
-def test_a_manifest_environment_reaches_the_started_job(s3_stub, sagemaker_stub, deployed):
-    # Given the issue's manifest, on a torchrun stack
-    deployed(**TORCHRUN)
-    _version_with_manifest(s3_stub, {"training": {"environment": {"NCCL_DEBUG": "INFO"}}})
+def _started_by_marker(s3_stub, sagemaker_stub, manifest: dict) -> dict:
+    """The CreateTrainingJob request the marker event of a version with `manifest` sends (SageMaker accepting it)."""
+    _version_with_manifest(s3_stub, manifest)
     sent = []
     sagemaker_stub.client.meta.events.register_first("before-parameter-build.sagemaker.CreateTrainingJob",
                                                      lambda params, **_: sent.append(params))
     sagemaker_stub.add_response("create_training_job", {"TrainingJobArn": "arn:aws:sagemaker:eu-west-1:"
                                                         "123456789012:training-job/ranker-x"})
-    # When its marker's event arrives
     result = handle_event({"Records": [{
         "eventSource": "aws:s3", "eventName": "ObjectCreated:Put", "s3": {
             "bucket": {"name": DATA_BUCKET},
             "object": {"key": f"{VERSION_ROOT}manifest.json".replace(" ", "+"), "eTag": "7b4ef1a3"}}}]})
-    # Then CreateTrainingJob carries it
     assert result["status"] == "started", result
-    assert sent[0]["Environment"] == {"NCCL_DEBUG": "INFO"}
+    return sent[0]
+
+
+def test_a_manifest_environment_reaches_the_started_job(s3_stub, sagemaker_stub, deployed):
+    # Given the issue's manifest, on a torchrun stack
+    deployed(**TORCHRUN)
+    # When its marker's event arrives / Then CreateTrainingJob carries it
+    request = _started_by_marker(s3_stub, sagemaker_stub, {"training": {"environment": {"NCCL_DEBUG": "INFO"}}})
+    assert request["Environment"] == {"NCCL_DEBUG": "INFO"}
 
 
 @pytest.mark.parametrize(("environment", "expected"), [
@@ -163,20 +168,9 @@ def test_the_collective_timeout_from_the_stack_and_a_manifest_reaches_the_starte
                                                                                        sagemaker_stub):
     # Given a stack whose default raises it for every job, and a manifest that raises it further for its version
     deployed(default_environment={COLLECTIVE_TIMEOUT: "3600", "NCCL_DEBUG_SUBSYS": "INIT"})
-    _version_with_manifest(s3_stub, {"training": {"environment": {COLLECTIVE_TIMEOUT: "5400"}}})
-    sent = []
-    sagemaker_stub.client.meta.events.register_first("before-parameter-build.sagemaker.CreateTrainingJob",
-                                                     lambda params, **_: sent.append(params))
-    sagemaker_stub.add_response("create_training_job", {"TrainingJobArn": "arn:aws:sagemaker:eu-west-1:"
-                                                        "123456789012:training-job/ranker-x"})
-    # When the version's marker arrives
-    result = handle_event({"Records": [{
-        "eventSource": "aws:s3", "eventName": "ObjectCreated:Put", "s3": {
-            "bucket": {"name": DATA_BUCKET},
-            "object": {"key": f"{VERSION_ROOT}manifest.json".replace(" ", "+"), "eTag": "7b4ef1a3"}}}]})
-    # Then CreateTrainingJob carries the manifest's value over the stack's
-    assert result["status"] == "started", result
-    assert sent[0]["Environment"] == {COLLECTIVE_TIMEOUT: "5400", "NCCL_DEBUG_SUBSYS": "INIT"}
+    # When the version's marker arrives / Then CreateTrainingJob carries the manifest's value over the stack's
+    request = _started_by_marker(s3_stub, sagemaker_stub, {"training": {"environment": {COLLECTIVE_TIMEOUT: "5400"}}})
+    assert request["Environment"] == {COLLECTIVE_TIMEOUT: "5400", "NCCL_DEBUG_SUBSYS": "INIT"}
 
 
 def _package_variable_names() -> set[str]:

@@ -15,15 +15,10 @@ from botocore.exceptions import ClientError
 
 from stubbed_clients import published
 from trigger.sample_inputs import TOPIC_ARN, load_event
-from trigger.test_handler import (  # noqa: F401 (stack_environment: the handler tests' autouse settings fixture)
-    MARKER_ETAG,
-    _expect_rejection_notice,
-    _invoke,
-    _manifest_version,
-    _version_listing,
-    stack_environment,
-)
+from trigger import test_handler as handled
 from trigger.test_tuning import RANKER_TUNING
+
+stack_environment = handled.stack_environment  # the handler tests' autouse fixture: the deployed stack's settings
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics:UserWarning")
 
@@ -37,12 +32,12 @@ REFUSED = [("ValidationException", VALIDATION_MESSAGE), ("ResourceLimitExceeded"
 
 
 def _training_job_event(s3_stub):
-    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
+    handled._version_listing(s3_stub, {"_SUCCESS": handled.MARKER_ETAG})
     return "create_training_job", "CreateTrainingJob", load_event("s3_eventbridge_object_created.json")
 
 
 def _tuning_job_event(s3_stub):
-    _manifest_version(s3_stub, {"tuning": RANKER_TUNING})
+    handled._manifest_version(s3_stub, {"tuning": RANKER_TUNING})
     return "create_hyper_parameter_tuning_job", "CreateHyperParameterTuningJob", load_event("s3_notification_put.json")
 
 
@@ -56,10 +51,10 @@ def test_an_error_no_retry_can_fix_is_rejected_on_the_topic_with_sagemakers_mess
     # Given SageMaker refuses the job the event asks for
     method, operation, event = job(s3_stub)
     sagemaker_stub.add_client_error(method, service_error_code=code, service_message=message, http_status_code=400)
-    _expect_rejection_notice(sns_stub)
+    handled._expect_rejection_notice(sns_stub)
     sent = published(sns_stub.client)
     # When the event is handled
-    result = _invoke(event)
+    result = handled._invoke(event)
     # Then the invocation returns (no raise: Lambda does not send the same request again), rejected with SageMaker's
     # code and message and what to do
     assert result["status"] == "rejected", result
@@ -83,6 +78,6 @@ def test_throttling_and_server_errors_raise_so_the_invocation_is_retried(job, co
     # When the event is handled / Then the invocation fails with it, so Lambda's asynchronous retries run it again,
     # and nothing is published (the SNS Stubber has nothing queued)
     with pytest.raises(ClientError) as raised:
-        _invoke(event)
+        handled._invoke(event)
     assert raised.value.response["Error"]["Code"] == code
 
