@@ -284,10 +284,10 @@ def _metric_names(settings: Settings) -> list[str]:
 def _unknown_objective(metric: str, settings: Settings, where: str) -> str:
     names = _metric_names(settings)
     close = difflib.get_close_matches(metric, names, n=3)
-    meant = f"did you mean {close}?" if close else f"name one of {names}"
-    return (f"{where}.objective_metric={metric!r} is not one of the jobs' metric definitions: {meant} SageMaker reads "
-            f"the objective from the training log with one of them; to tune on another, add it to metric_definitions "
-            f"in the pipeline configuration")
+    meant = f" (did you mean {close}?)" if close else ""
+    return (f"{where}.objective_metric={metric!r} is not one of the jobs' metric definitions {names}{meant}: "
+            f"SageMaker reads the objective from the training log with one of them; name one, or add it to "
+            f"metric_definitions in the pipeline configuration")
 
 
 def grid_combinations(ranges: tuple[ParameterRange, ...]) -> int | None:
