@@ -9,18 +9,14 @@ from pathlib import Path
 
 from aws_cdk import App
 
-from stacks.config import PipelineConfig, ConfigError, build_config
+from stacks.app_context import config_from_context as config_from_app_context
+from stacks.config import ConfigError, PipelineConfig
 from stacks.pipeline_app import build_app
 
 
 def config_from_context(app: App) -> PipelineConfig:
-    node = app.node
-    defaults = node.try_get_context("pipeline") or {}
     # `-c key=value` overrides any config key, on top of cdk.json's defaults and the named environment.
-    overrides = {key: node.try_get_context(key) for key in PipelineConfig.model_fields
-                 if key != "env_name" and node.try_get_context(key) is not None}
-    return build_config(env_name=node.try_get_context("env") or "dev", defaults=defaults,
-                        environments=node.try_get_context("environments") or {}, overrides=overrides)
+    return config_from_app_context(app.node.get_all_context())
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ preflight also reads; left unset, framework_version, python_version and instance
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import re
@@ -22,9 +23,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from stacks.model_metrics import model_quality_metrics, project_metric_names
 from stacks.source_layout import SourceLayoutError, bundle_members, project_path
 from stacks.training_code_modules import TRAINING_CODE_DIR, training_code_module
+from stacks.trigger_modules import trigger_module
 
 profiles = training_code_module("sagemaker_distributed/container_profiles.py")
 job_environment = training_code_module("sagemaker_distributed/job_environment.py")
+job_names = trigger_module("job_names.py")
 
 # SageMaker's managed spot and warm pools cap a job at 28 days.
 _MAX_JOB_SECONDS = 28 * 24 * 3600
@@ -38,6 +41,26 @@ PROJECT_ENTRY_POINTS = ("train_ddp.py", "train_lightning.py")
 
 class ConfigError(ValueError):
     """A configuration value that synthesis refuses; the message names key, value and what is allowed."""
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        super().__init__(message)
+        self.problems = problems if problems is not None else [message]
+
+
+REFUSAL_HEADER = "invalid pipeline configuration (cdk.json context or -c key=value):"
+# How much of a refused value a message repeats: enough to recognise it, never a whole object.
+_SHOWN_CHARACTERS = 80
+
+
+def refused(problems: list[str]) -> ConfigError:
+    """One ConfigError listing every problem, one line each."""
+    return ConfigError("\n  ".join([REFUSAL_HEADER, *problems]), problems)
+
+
+def did_you_mean(value: str, choices: list[str]) -> str:
+    """` (did you mean 'x'?)` for the closest of `choices`, or nothing."""
+    close = difflib.get_close_matches(value, choices, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 class RegistrationThreshold(BaseModel):
@@ -66,8 +89,10 @@ class PipelineConfig(BaseModel):
     env_name: Literal["dev", "prod"] = Field(
         description="named environment from cdk.json's `environments`, selected with `-c env=...` (default `dev`)")
     project_prefix: str = Field(pattern=r"^[a-z][a-z0-9-]{1,30}[a-z0-9]$",
-                                description="prefix of stack names and training job names (`<prefix>-...`); the "
-                                            "trigger's IAM permissions are scoped to jobs named `<prefix>-*`")
+                                description="prefix of stack names and training and tuning job names (`<prefix>-...`); "
+                                            "the trigger's IAM permissions are scoped to jobs named `<prefix>-*`; at "
+                                            f"most {job_names.longest_tuning_prefix()} characters, so that every "
+                                            f"tuning job name fits SageMaker's {job_names.MAX_TUNING_LENGTH}")
     region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$",
                         description="AWS region of both stacks and of the AWS PyTorch DLC; the account comes from "
                                     "your credentials")
@@ -99,8 +124,11 @@ class PipelineConfig(BaseModel):
     distribution: str = Field(
         description="default SageMaker distribution: `torch_distributed` (torchrun), `pytorchddp` / `smdistributed` "
                     "(SMDDP: the AWS DLC up to PyTorch 2.2.0 only) or `none` (one process per host)")
-    instance_type: str = Field(pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
-                               description="default SageMaker instance type; unset, it follows `distribution` "
+    # Derived fields default to None so that, when `distribution` is bad and cannot derive them, the one message is
+    # about `distribution` (a valid one always fills them: _container_defaults).
+    instance_type: str = Field(default=None,
+                               description="default SageMaker instance type, one SageMaker trains on (the same check "
+                                           "as a manifest's `instance_type`); unset, it follows `distribution` "
                                            "(docs/container-profiles.md); `torch_distributed` needs a GPU type and "
                                            "starts one process per GPU")
     instance_count: int = Field(ge=1, le=100, description="default number of training instances")
@@ -109,10 +137,10 @@ class PipelineConfig(BaseModel):
         description="cost ceiling: the most instances one training job may ask for (the default instance_count, a "
                     "dataset's manifest.json or a manual payload); a request above it is refused before any job "
                     "starts")
-    framework_version: str = Field(pattern=r"^\d+\.\d+(\.\d+)?$",
+    framework_version: str = Field(default=None, pattern=r"^\d+\.\d+(\.\d+)?$",
                                    description="PyTorch version of the AWS DLC the jobs run in; unset, it follows "
                                                "`distribution` (docs/container-profiles.md)")
-    python_version: str = Field(pattern=r"^py3\d{1,2}$", description="Python version tag of the DLC, e.g. `py310`; unset, the "
+    python_version: str = Field(default=None, pattern=r"^py3\d{1,2}$", description="Python version tag of the DLC, e.g. `py310`; unset, the "
                                              "framework version's own")
     default_hyperparameters: dict[str, str | int | float | bool] = Field(
         default_factory=dict,
@@ -124,8 +152,9 @@ class PipelineConfig(BaseModel):
         default_factory=dict,
         description="environment variables of every process of every job (CreateTrainingJob's `Environment`, SDK "
                     "v2's `PyTorch(environment=...)`), under a manifest's and a manual payload's `environment`, "
-                    "e.g. `{\"NCCL_DEBUG\": \"INFO\"}` (JSON with `-c`); checked against SageMaker's limits and "
-                    "refused for names the platform sets itself (docs/trigger.md, Environment)")
+                    "e.g. `{\"SAGEMAKER_DISTRIBUTED_COLLECTIVE_TIMEOUT\": \"3600\"}` (JSON with `-c`); checked "
+                    "against SageMaker's limits and refused for names the platform sets itself (docs/trigger.md, "
+                    "Environment)")
     train_data_distribution: str = Field(
         default="FullyReplicated",
         description="how SageMaker spreads the `train` channel's objects over a job's instances: `FullyReplicated` "
@@ -271,12 +300,35 @@ class PipelineConfig(BaseModel):
             filled["instance_type"] = profiles.DEFAULT_INSTANCE_TYPES[distribution]
         return filled
 
+    @field_validator("project_prefix")
+    @classmethod
+    def _names_tuning_jobs(cls, prefix: str) -> str:
+        """The trigger names tuning jobs `<prefix>-<dataset, cut>-<a part of their own>` (job_names.py): a longer
+        prefix would have every tuning job refused."""
+        longest = job_names.longest_tuning_prefix()
+        if len(prefix) > longest:
+            raise ValueError(f"{len(prefix)} characters leave no room in a tuning job's name, which SageMaker allows "
+                             f"{job_names.MAX_TUNING_LENGTH} characters (CreateHyperParameterTuningJob) and the "
+                             f"trigger writes <prefix>-<dataset>-<a part of its own>: use at most {longest}")
+        return prefix
+
     @field_validator("distribution")
     @classmethod
     def _known_distribution(cls, distribution: str) -> str:
         if distribution not in profiles.DISTRIBUTIONS:
             raise ValueError(f"use one of {list(profiles.DISTRIBUTIONS)}")
         return distribution
+
+    @field_validator("instance_type")
+    @classmethod
+    def _training_instance_type(cls, instance_type: str) -> str:
+        """The trigger's rule for a manifest's or payload's instance type (container_profiles.instance_type_errors),
+        against the training instance types of this botocore's SageMaker model."""
+        errors = profiles.instance_type_errors(instance_type, "instance_type",
+                                               sagemaker_model().shape_for("TrainingInstanceType").enum)
+        if errors:
+            raise ValueError("; ".join(errors))
+        return instance_type
 
     @field_validator("marker_names", mode="before")
     @classmethod
@@ -440,23 +492,38 @@ def build_config(*, env_name: str, defaults: Mapping[str, Any], environments: Ma
                  overrides: Mapping[str, Any]) -> PipelineConfig:
     """Merge cdk.json defaults, the named environment and command-line overrides, then validate."""
     if env_name not in environments:
-        raise ConfigError(f"env={env_name!r} is not a named environment: use one of {sorted(environments)}")
+        raise refused([f"env={env_name!r} is not a named environment{did_you_mean(env_name, list(environments))}: "
+                       f"use one of {sorted(environments)} (cdk.json's environments)"])
     merged = {**defaults, **environments[env_name], **overrides, "env_name": env_name}
     try:
         return PipelineConfig(**merged)
     except ValidationError as error:
-        raise ConfigError(_describe(error)) from None
+        raise refused(validation_problems(error)) from None
 
 
-def _describe(error: ValidationError) -> str:
-    lines = []
+def validation_problems(error: ValidationError) -> list[str]:
+    """One line per bad key, naming it, its value (cut short) and what is allowed."""
+    lines: dict[str, str] = {}
     for problem in error.errors():
+        key = ".".join(str(part) for part in problem["loc"])
         message = problem["msg"].removeprefix("Value error, ")
-        if problem["loc"]:
-            key = ".".join(str(part) for part in problem["loc"])
-            message = f"{key}={problem.get('input')!r}: {message}"
-        lines.append(message)
-    return "invalid pipeline configuration (cdk.json context or -c key=value):\n  " + "\n  ".join(lines)
+        if problem["type"] == "missing":
+            line = f"{key} is required: set it in cdk.json's context or with -c {key}=..."
+        elif problem["type"] == "extra_forbidden":
+            line = (f"{key} is not a configuration key{did_you_mean(key, list(PipelineConfig.model_fields))}: "
+                    f"the keys are listed in docs/configuration.md")
+        elif not key or message.startswith(f"{key}="):
+            line = message  # a rule over several keys, or one that names its key and value itself
+        else:
+            line = f"{key}={_shown(problem.get('input'))}: {message}"
+        # A key's first problem is the one to fix; what follows from it would only repeat it.
+        lines.setdefault(key or line, line)
+    return list(lines.values())
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARACTERS else f"{text[:_SHOWN_CHARACTERS]}...({len(text)} characters)"
 
 
 def _check_ranker_hyperparameters(hyperparameters: Mapping[str, Any]) -> None:

@@ -16,8 +16,10 @@ from stacks.compliance import acknowledge_wildcards, skip_checkov
 from stacks.project_function import add_project_function
 
 TRAINING_JOB_ACTIONS = ["sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:AddTags"]
-# Creating a tagged tuning job needs AddTags on it too; SageMaker itself starts its trials (as the passed role).
-TUNING_JOB_ACTIONS = ["sagemaker:CreateHyperParameterTuningJob", "sagemaker:AddTags"]
+# Creating a tagged tuning job needs AddTags on it too; SageMaker itself starts its trials (as the passed role). A
+# warm start's parents are described first, to check they trained on the job's dataset (warm_start.py).
+TUNING_JOB_ACTIONS = ["sagemaker:CreateHyperParameterTuningJob", "sagemaker:AddTags",
+                      "sagemaker:DescribeHyperParameterTuningJob"]
 
 
 def marker_created_pattern(*, bucket_name: str, dataset_prefix: str, marker_names: tuple[str, ...]

@@ -6,6 +6,8 @@ hand. `--check` writes nothing and exits 1 naming the stale pages (tests/unit/te
 - docs/configuration.md: `stacks.config.PipelineConfig`'s fields (their `description=`), defaults from cdk.json.
 - docs/trigger.md: the manual payload's fields (`training_trigger.events.MANUAL_FIELDS`) and the manifest's
   (`training_trigger.overrides.OVERRIDE_FIELDS`), described by the docstrings under the dataclass fields.
+- docs/trigger.md also: the variables `sagemaker_distributed` reads for users
+  (`sagemaker_distributed.job_environment.PACKAGE_SETTINGS`), which the trigger accepts in a job's environment.
 - docs/tuning.md: the `tuning` section's fields (`training_trigger.tuning.SECTION_FIELDS`), described by the
   docstrings under `TuningSection`'s fields.
 - docs/training.md: the training scripts' flags, from the parser behind `python train_ddp.py --help`.
@@ -163,6 +165,13 @@ def render_manifest_fields() -> str:
     return payload_table(OVERRIDE_FIELDS, (JobOverrides,))
 
 
+def render_package_settings() -> str:
+    from sagemaker_distributed.job_environment import PACKAGE_SETTINGS
+
+    return markdown_table(["Variable", "Meaning"], [[f"`{setting.name}`", setting.meaning]
+                                                    for setting in PACKAGE_SETTINGS])
+
+
 def render_tuning_fields() -> str:
     """The section's keys; `warm_start` is one object holding two fields (`parents`, `type`)."""
     from training_trigger.tuning import SECTION_FIELDS, TuningSection
@@ -216,6 +225,7 @@ SECTIONS = (
     Section("docs/configuration.md", "configuration-reference", render_configuration),
     Section("docs/trigger.md", "manual-payload-fields", render_manual_payload),
     Section("docs/trigger.md", "manifest-fields", render_manifest_fields),
+    Section("docs/trigger.md", "package-settings", render_package_settings),
     Section("docs/tuning.md", "tuning-fields", render_tuning_fields),
     Section("docs/training.md", "training-flags", render_training_flags),
 )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,14 @@ STAND_INS = {
     "NOTIFICATION_TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:ranker-training",
     "TRAINING_IMAGE_URI": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.2.0-gpu-py310",
 }
+
+
+def cdk_synth(out_dir: Path, *context: str) -> subprocess.CompletedProcess:
+    """`npx cdk synth --quiet -c <context>...` as a user runs it, into `out_dir`: the CLI, cdk.json's app command."""
+    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "1", "CDK_DISABLE_VERSION_CHECK": "1"}
+    arguments = [item for pair in context for item in ("-c", pair)]
+    return subprocess.run(["npx", "cdk", "synth", "--quiet", "--output", str(out_dir), *arguments], cwd=PROJECT_ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
 
 
 def config_for(env_name: str, **overrides: Any) -> PipelineConfig:

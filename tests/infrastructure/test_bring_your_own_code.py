@@ -7,9 +7,7 @@ synthesis leaves in cdk.out, the way `cdk deploy` would upload it.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import tarfile
 from pathlib import Path
 
@@ -17,8 +15,8 @@ import pytest
 
 from stacks.config import ConfigError
 
-from .synthesis import FOREIGN_CODE, PROJECT_ROOT, SynthesizedApp, config_for, synthesize, synthesized_static_settings, \
-    trigger_function
+from .synthesis import FOREIGN_CODE, PROJECT_ROOT, SynthesizedApp, cdk_synth, config_for, synthesize, \
+    synthesized_static_settings, trigger_function
 
 FOREIGN_LIBRARY = PROJECT_ROOT / "tests" / "fixtures" / "foreign_library" / "metrics_lib"
 FOREIGN_METRICS = [{"Name": "loss", "Regex": r"loss: ([0-9.]+)"}]
@@ -138,18 +136,11 @@ def test_two_dependencies_with_one_folder_name_are_refused(generic_package, tmp_
                    dependencies=[str(generic_package), str(other)])
 
 
-def _cdk_synth(out_dir: Path, *context: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "1", "CDK_DISABLE_VERSION_CHECK": "1"}
-    arguments = [item for pair in context for item in ("-c", pair)]
-    return subprocess.run(["npx", "cdk", "synth", "--quiet", "--output", str(out_dir), *arguments], cwd=PROJECT_ROOT,
-                          env=env, capture_output=True, text=True, timeout=600)
-
-
 @pytest.mark.slow  # the CDK CLI synthesizes the whole app (tens of seconds)
 def test_cdk_synth_takes_a_source_folder_outside_training_code(generic_package, tmp_path) -> None:
     # Given `npx cdk synth -c source_dir=<a folder outside training_code> -c entry_point=<its script>`
     out_dir = tmp_path / "cdk.out"
-    result = _cdk_synth(out_dir, f"source_dir={FOREIGN_CODE}", "entry_point=train.py",
+    result = cdk_synth(out_dir, f"source_dir={FOREIGN_CODE}", "entry_point=train.py",
                         f"dependencies={generic_package}")
     # Then it synthesizes, and the bundle holds that folder plus the dependency folder
     assert result.returncode == 0, result.stderr[-3000:]
@@ -161,7 +152,7 @@ def test_cdk_synth_takes_a_source_folder_outside_training_code(generic_package, 
 
 @pytest.mark.slow
 def test_cdk_synth_refuses_a_missing_entry_point_naming_the_key_and_the_fix(generic_package, tmp_path) -> None:
-    result = _cdk_synth(tmp_path / "cdk.out", f"source_dir={FOREIGN_CODE}", "entry_point=main.py",
+    result = cdk_synth(tmp_path / "cdk.out", f"source_dir={FOREIGN_CODE}", "entry_point=main.py",
                         f"dependencies={generic_package}")
     assert result.returncode != 0
     assert "entry_point='main.py' is not a file of source_dir=" in result.stderr

@@ -13,7 +13,7 @@ from aws_cdk import App
 from app import config_from_context
 from stacks.config import ConfigError
 
-from .synthesis import CDK_CONTEXT, config_for
+from .synthesis import CDK_CONTEXT, cdk_synth, config_for
 
 
 def test_cdk_json_defaults_are_valid_for_every_named_environment() -> None:
@@ -24,6 +24,9 @@ def test_cdk_json_defaults_are_valid_for_every_named_environment() -> None:
 
 @pytest.mark.parametrize(("overrides", "named"), [
     ({"project_prefix": "Ranker_X"}, ["project_prefix", "Ranker_X"]),
+    # Every tuning job would be refused: `<prefix>-<dataset>-<its own part>` must fit SageMaker's 32 characters
+    ({"project_prefix": "search-relevance-ranking"},
+     ["project_prefix='search-relevance-ranking': 24 characters leave no room in a tuning job's name", "at most 21"]),
     ({"region": "mars-north-1"}, ["region", "mars-north-1"]),
     ({"dataset_prefix": "/datasets"}, ["dataset_prefix", "/datasets"]),
     ({"marker_names": ["ok", "bad/name"]}, ["marker_names", "bad/name"]),
@@ -99,9 +102,102 @@ def test_a_job_environment_and_sharding_from_the_command_line_reach_the_trigger_
     assert static["train_data_distribution"] == "ShardedByS3Key"
 
 
+def test_the_collective_timeout_the_package_reads_is_a_default_environment_synthesis_accepts() -> None:
+    # Given `-c default_environment='{"SAGEMAKER_DISTRIBUTED_COLLECTIVE_TIMEOUT": "3600"}'` (docs/bring-your-own.md),
+    # under the default torchrun distribution and under SMDDP
+    environment = {"SAGEMAKER_DISTRIBUTED_COLLECTIVE_TIMEOUT": "3600"}
+    for distribution in ("torch_distributed", "pytorchddp"):
+        # When the configuration is validated / Then it keeps the variable, though SAGEMAKER_* names are refused
+        assert config_for("dev", distribution=distribution,
+                          default_environment=json.dumps(environment)).default_environment == environment
+    with pytest.raises(ConfigError, match="default_environment.SAGEMAKER_PROGRAM is set by SageMaker"):
+        config_for("dev", default_environment={"SAGEMAKER_PROGRAM": "x.py"})
+
+
+def test_synthesis_accepts_exactly_the_prefixes_that_name_tuning_jobs() -> None:
+    # Given the trigger's own tuning job names, for the longest prefix synthesis accepts and one a character longer
+    from training_trigger.job_names import job_name_errors, longest_tuning_prefix, manual_tuning_job_name
+
+    accepted, refused = "r" * (longest_tuning_prefix() - 2) + "-x", "r" * (longest_tuning_prefix() - 1) + "-x"
+    # Then the accepted one names a manual tuning job the trigger accepts, and the other stops synthesis
+    assert config_for("dev", project_prefix=accepted).project_prefix == accepted
+    assert job_name_errors(manual_tuning_job_name(accepted, "web search"), accepted, tuning=True) == []
+    with pytest.raises(ConfigError, match=rf"project_prefix='{refused}': .* tuning job's name"):
+        config_for("dev", project_prefix=refused)
+
+
 def test_unknown_environment_names_the_known_ones() -> None:
     with pytest.raises(ConfigError, match=r"env='staging'.*\['dev', 'prod'\]"):
         config_for("staging")
+
+
+def _problems(**context: object) -> list[str]:
+    """What synthesis says is wrong with cdk.json's context plus `-c key=value` for each of `context`, as app.py
+    reads the app's context."""
+    with pytest.raises(ConfigError) as error:
+        config_from_context(App(context={**CDK_CONTEXT, **context}))
+    return error.value.problems
+
+
+def test_a_bad_distribution_is_one_message_not_the_keys_it_would_have_filled_in() -> None:
+    # Given `-c distribution=ddp`, from which framework_version, python_version and instance_type would follow
+    [problem] = _problems(distribution="ddp")
+    # Then the one message names the key, its value and the choices, and repeats no configuration
+    assert problem == "distribution='ddp': use one of ['none', 'torch_distributed', 'pytorchddp', 'smdistributed']"
+
+
+def test_an_instance_type_is_held_to_the_triggers_rule_for_a_manifests(monkeypatch) -> None:
+    # Given `-c instance_type=ml.g5.huge`, and the same value in a dataset's manifest.json
+    from training_trigger.limits import instance_type_errors  # what the trigger checks a manifest's value with
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")  # the trigger's client reads its model offline
+
+    [at_synthesis] = _problems(instance_type="ml.g5.huge")
+    # Then synthesis refuses it as the trigger refuses the manifest, naming the closest types
+    assert at_synthesis.startswith("instance_type='ml.g5.huge' is not a training instance type SageMaker knows: "
+                                   "did you mean ['ml.g5.xlarge'")
+    assert instance_type_errors("ml.g5.huge", "manifest.json training.instance_type") == [
+        f"manifest.json training.{at_synthesis}"]
+    # And a type the trigger accepts synthesizes
+    assert config_from_context(App(context={**CDK_CONTEXT, "instance_type": "ml.g5.48xlarge"})).instance_type == \
+        "ml.g5.48xlarge"
+
+
+@pytest.mark.parametrize(("context", "problem"), [
+    ({"envv": "prod"}, "-c envv='prod' is not a configuration key (did you mean 'env'?): the keys are listed in "
+                       "docs/configuration.md"),
+    ({"instance_cout": "2"}, "-c instance_cout='2' is not a configuration key (did you mean 'instance_count'?)"),
+    ({"env": "prd"}, "env='prd' is not a named environment (did you mean 'prod'?): use one of ['dev', 'prod']"),
+    ({"environments": {**CDK_CONTEXT["environments"], "dev": {"use_spott": True}}},
+     "use_spott is not a configuration key (did you mean 'use_spot'?)"),
+])
+def test_an_unknown_key_or_environment_is_refused_with_the_closest_one(context: dict, problem: str) -> None:
+    # Given a misspelt key, on the command line or in cdk.json, or a misspelt environment / Then synthesis stops,
+    # naming it and the one meant, instead of synthesizing the defaults
+    [found] = _problems(**context)
+    assert found.startswith(problem)
+
+
+def test_cdks_own_context_keys_are_not_configuration_typos() -> None:
+    # Given the context the CDK CLI passes besides cdk.json's (its own settings, a cached lookup, feature flags)
+    context = {**CDK_CONTEXT, "aws:cdk:enable-path-metadata": True, "acknowledged-issue-numbers": [1234],
+               "availability-zones:account=123456789012:region=us-east-1": ["us-east-1a"]}
+    # Then they are no configuration key and synthesis takes them
+    assert config_from_context(App(context=context)).env_name == "dev"
+
+
+@pytest.mark.slow  # the CDK CLI runs app.py (about ten seconds)
+def test_cdk_synth_says_each_mistake_once_in_a_few_lines(tmp_path) -> None:
+    # Given three mistakes a new user makes on the command line
+    result = cdk_synth(tmp_path / "cdk.out", "distribution=ddp", "instance_type=ml.g5.huge", "envv=prod")
+    # Then synthesis stops with one line per mistake, each naming its key, and nothing else of the configuration
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.startswith("  ")]
+    assert [line.split("=")[0].strip() for line in lines] == ["-c envv", "distribution", "instance_type"], \
+        result.stderr
+    refusal = result.stderr[result.stderr.index("cdk synth refused the configuration"):]
+    assert "required" not in refusal and "project_prefix" not in refusal
+    assert len(refusal) < 1000, refusal
 
 
 def test_framework_version_without_a_supported_container_names_the_supported_ones() -> None:

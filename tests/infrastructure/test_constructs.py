@@ -221,11 +221,13 @@ def test_trigger_passes_the_execution_role_only_to_sagemaker(tmp_path: Path) -> 
     assert "Fn::GetAtt" in pass_role[0]["Resource"]
 
 
-def test_trigger_may_start_and_tag_only_this_projects_tuning_jobs(tmp_path: Path) -> None:
+def test_trigger_may_start_tag_and_describe_only_this_projects_tuning_jobs(tmp_path: Path) -> None:
+    # (describe: a warm start's parents are read to check their dataset)
     by_sid = {statement.get("Sid"): statement
               for statement in _policy_statements(_trigger(tmp_path, retrain_schedule=None))}
     tuning = by_sid["StartProjectTuningJobs"]
-    assert tuning["Action"] == ["sagemaker:AddTags", "sagemaker:CreateHyperParameterTuningJob"]
+    assert tuning["Action"] == ["sagemaker:AddTags", "sagemaker:CreateHyperParameterTuningJob",
+                                "sagemaker:DescribeHyperParameterTuningJob"]
     assert json.dumps(tuning["Resource"]).endswith(':hyper-parameter-tuning-job/ranker-*"]]}')
 
 

@@ -82,8 +82,11 @@ def test_unset_container_and_instance_follow_the_distribution(distribution, fram
 @pytest.mark.parametrize(("overrides", "named"), [
     ({"distribution": "pytorchddp", "framework_version": "2.8.0"},
      ["distribution='pytorchddp' does not run in the AWS PyTorch 2.8.0 container", "['2.2.0']"]),
-    ({"distribution": "torch_distributed", "instance_type": "ml.inf2.xlarge"},
-     ["instance_type='ml.inf2.xlarge'", "Neuron", "ml.g5.12xlarge"]),
+    ({"distribution": "torch_distributed", "instance_type": "ml.trn1n.32xlarge"},
+     ["instance_type='ml.trn1n.32xlarge'", "Neuron", "ml.g5.12xlarge"]),
+    # Inferentia trains nothing: not a training instance type of SageMaker's API
+    ({"distribution": "none", "instance_type": "ml.inf2.xlarge"},
+     ["instance_type='ml.inf2.xlarge' is not a training instance type SageMaker knows"]),
     ({"distribution": "none", "instance_type": "ml.trn1.32xlarge"}, ["instance_type='ml.trn1.32xlarge'", "Neuron"]),
     ({"distribution": "pytorchddp", "instance_type": "ml.g5.12xlarge"},
      ["distribution='pytorchddp' needs an SMDDP instance", "ml.p4d.24xlarge"]),

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 import pytest
+from training_trigger.job_names import longest_tuning_prefix
 
 from .synthesis import FOREIGN_CODE, SynthesizedApp, config_for, synthesize, trigger_function
 
@@ -27,11 +28,12 @@ LONGEST_NAMES = {"bucket": "b" * 63, "role": "r" * 64, "topic": "t" * 256, "repo
 
 
 def largest_documented_config(region: str = "ap-southeast-2") -> Any:
-    """prod with every key that reaches the environment at its longest: a 32-character prefix, the custom image
+    """prod with every key that reaches the environment at its longest: the longest prefix synthesis accepts (so that
+    tuning job names fit), the custom image
     with a 128-character tag, the KMS key, and everything else the configuration reference allows at once, for a
     script of the user's own (whose hyperparameters are not checked against the ranker's flags)."""
     return config_for(
-        "prod", project_prefix="a" * 31 + "z", region=region, image_source="custom", custom_image_tag="v" * 128,
+        "prod", project_prefix="a" * (longest_tuning_prefix() - 1) + "z", region=region, image_source="custom", custom_image_tag="v" * 128,
         enable_kms=True, notification_email="ml-team@example.com",
         subnet_ids=[f"subnet-0{index:016x}" for index in range(16)], security_group_ids=["sg-0123456789abcdef0"] * 5,
         extra_data_buckets=[f"shared-corpus-{index:02d}-" + "c" * 46 for index in range(10)],

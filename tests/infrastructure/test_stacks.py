@@ -79,8 +79,10 @@ def test_the_bundle_carries_the_settings_synthesis_fixes(any_app: SynthesizedApp
     assert static["default_entry_point"] in static["bundle_files"]
     # And the project's entry points are checked against the training code's own flags
     assert static["checked_entry_points"] == ["train_ddp.py", "train_lightning.py"]
-    assert static["training_flags"]["flags"]["dropout"] == {"type": "float", "minimum": 0, "below": 1,
-                                                            "use": "a number >= 0 and < 1"}
+    assert static["training_flags"]["flags"]["dropout"].items() >= {"type": "float", "minimum": 0, "below": 1,
+                                                                    "use": "a number >= 0 and < 1"}.items()
+    # (and their defaults: a Hyperband search without epochs trains at most --epochs' default)
+    assert isinstance(static["training_flags"]["flags"]["epochs"]["default"], int)
 
 
 def test_trigger_reserves_no_concurrency_by_default(any_app: SynthesizedApp) -> None:

@@ -1,6 +1,7 @@
-"""Throttling and quota: the trigger's SageMaker client retries both with backoff; when the retries run out the
-handler raises, Lambda's asynchronous retries run it twice more, and the event lands in the dead-letter queue (the
-on-failure destination, moto's SQS) with its body unchanged, from where it is replayed into exactly one job.
+"""Throttling and quota: the trigger's SageMaker client retries throttling with backoff; when the retries run out
+the handler raises, Lambda's asynchronous retries run it twice more, and the event lands in the dead-letter queue
+(the on-failure destination, moto's SQS) with its body unchanged, from where it is replayed into exactly one job. A
+quota (`ResourceLimitExceeded`), which no retry fixes, is rejected at once with SageMaker's message.
 
 SageMaker is the local endpoint over HTTP, answering CreateTrainingJob with the service's error until healed.
 """
@@ -27,7 +28,7 @@ from local_mode.training_job_service import TrainingJobService
 from reliability.faulty_sagemaker import FaultySageMaker
 from reliability.lambda_async import AsyncInvoker, LambdaContext
 
-CAPACITY_ERRORS = ["ThrottlingException", "ResourceLimitExceeded"]
+CAPACITY_ERRORS = ["ThrottlingException"]
 ATTEMPTS_PER_INVOCATION = SAGEMAKER_ATTEMPTS
 LAMBDA_ASYNC_RETRIES = 2  # Lambda's maximum for asynchronous events; cdk.json's trigger_retry_attempts
 # A failed invocation publishes no metric, which Powertools warns about: that is the expected outcome here.
@@ -138,6 +139,20 @@ def test_dead_lettered_event_keeps_its_body_and_replays_into_one_job(error_code,
     assert replayed["status"] == "started", replayed
     assert _jobs(url) == [replayed["job_name"]]
     assert "Messages" not in sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=0)
+
+
+def test_a_quota_error_is_rejected_at_once_with_sagemakers_message(faulty_sagemaker, backoff_waits, marker_event,
+                                                                    account):
+    # Given SageMaker answers CreateTrainingJob with a quota error, over HTTP as the service does
+    sagemaker, url = faulty_sagemaker("ResourceLimitExceeded", None)
+    # When the handler runs once
+    result = handler.lambda_handler(marker_event, _context(account))
+    # Then it asked once, waited for nothing, and returned the rejection carrying SageMaker's message: no retry
+    # (the client's or Lambda's) sends that request again, and no job exists
+    assert result["status"] == "rejected", result
+    assert "ResourceLimitExceeded: The account-level service limit 'ml.m5.xlarge" in result["errors"][0]
+    assert sagemaker.requests["CreateTrainingJob"] == 1 and backoff_waits == []
+    assert _jobs(url) == []
 
 
 def _function_arn(account: str) -> str:

@@ -311,13 +311,16 @@ def build_parser(description: str = "") -> argparse.ArgumentParser:
 
 
 def flag_definitions() -> dict[str, Any]:
-    """Every flag as JSON: its type and what it accepts, by its dashed name. The stack ships this to the trigger,
-    which checks a job's hyperparameters against it before starting the job."""
+    """Every flag as JSON: its type, what it accepts and its default where that is a plain value, by its dashed name.
+    The stack ships this to the trigger, which checks a job's hyperparameters against it before starting the job
+    (and reads `epochs`' default as the most epochs a Hyperband trial trains when the job sets none)."""
     flags = {}
     for _, config_field in _flag_fields():
         kind, rules = flag_type_name(config_field), allowed_of(config_field)
+        default = config_field.default
         flags[flag_name(config_field.name).removeprefix("--")] = {
-            "type": kind, **rules.as_json(), **({"use": rules.describe(kind)} if rules != Allowed() else {})}
+            "type": kind, **rules.as_json(), **({"use": rules.describe(kind)} if rules != Allowed() else {}),
+            **({"default": default} if isinstance(default, (bool, int, float, str)) else {})}
     return {
         "flags": flags,
         "true_texts": list(TRUE_TEXTS),

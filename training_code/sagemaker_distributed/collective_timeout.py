@@ -37,9 +37,11 @@ import warnings
 from collections.abc import Mapping
 from datetime import timedelta
 
+from sagemaker_distributed.job_environment import COLLECTIVE_TIMEOUT
 from sagemaker_distributed.topology import Topology, detect_topology
 
-TIMEOUT_VARIABLE = "SAGEMAKER_DISTRIBUTED_COLLECTIVE_TIMEOUT"
+# Named in the table of variables a job may set, which the trigger and synthesis check every job's environment with.
+TIMEOUT_VARIABLE = COLLECTIVE_TIMEOUT.name
 DEFAULT_TIMEOUT = timedelta(minutes=30)
 # How long a rank that timed out waits for the others to time out too before it names the ranks that did not: ranks
 # in lock step enter a collective within about a step of one another.

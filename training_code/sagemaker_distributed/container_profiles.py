@@ -12,8 +12,11 @@ paths only and needs torch >= 2.2, which sets the oldest profile.
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 SMDDP_DISTRIBUTIONS = ("pytorchddp", "smdistributed")
 DISTRIBUTIONS = ("none", "torch_distributed", *SMDDP_DISTRIBUTIONS)
@@ -96,6 +99,20 @@ def instance_family(instance_type: str) -> str | None:
     """`p4d` for `ml.p4d.24xlarge`; None for a name that is not `ml.<family>.<size>`."""
     match = _INSTANCE_TYPE.match(instance_type)
     return match["family"] if match else None
+
+
+def instance_type_errors(instance_type: Any, where: str, known: Collection[str]) -> list[str]:
+    """An instance type SageMaker trains on: `ml.<family>.<size>` and one of `known`, the training instance types of
+    botocore's SageMaker model (`TrainingInstanceType`), which each caller reads from its own botocore; the closest
+    names are suggested. Synthesis applies it to `instance_type`, the trigger to every job's."""
+    if not (isinstance(instance_type, str) and _INSTANCE_TYPE.match(instance_type)):
+        return [f"{where}={instance_type!r} is not a SageMaker instance type: use the form ml.<family>.<size>, e.g. "
+                f"'ml.g5.12xlarge'"]
+    if instance_type not in known:
+        close = difflib.get_close_matches(instance_type, list(known), n=3)
+        hint = f"did you mean {close}?" if close else "see the SageMaker pricing page for training instance types"
+        return [f"{where}={instance_type!r} is not a training instance type SageMaker knows: {hint}"]
+    return []
 
 
 def instance_kind(instance_type: str) -> str:

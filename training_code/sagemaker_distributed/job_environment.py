@@ -1,10 +1,12 @@
 """Which environment variables a job may set (`CreateTrainingJob`'s `Environment`, SDK v2's
-`PyTorch(environment={...})`), and why the others belong to someone else.
+`PyTorch(environment={...})`), which of them this package reads, and why the others belong to someone else.
 
-One table for every reader: synthesis (stacks/config.py loads this file by path and checks `default_environment`)
-and the trigger's preflight (its bundle carries a copy of this file). Standard library only and importing nothing
-of the project, so each can load it alone; the API's own limits (how many variables, how long, which names) come
-from botocore's SageMaker model, which each caller passes in.
+One table for every reader: synthesis (stacks/config.py loads this file by path and checks `default_environment`),
+the trigger's preflight (its bundle carries a copy of this file) and the package itself (`collective_timeout` reads
+its variable's name from `PACKAGE_SETTINGS`), so the names the package reads and the names the trigger refuses
+cannot drift apart. Standard library only and importing nothing of the project, so each can load it alone; the API's
+own limits (how many variables, how long, which names) come from botocore's SageMaker model, which each caller
+passes in.
 
 The names below are written by the platform after the job's environment is applied, or read by it to find out where
 a process stands, so a value set per job is either silently replaced or misleads every process. Sources: the
@@ -15,12 +17,30 @@ Dockerfile.gpu`).
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 PREFIX_MARK = "*"
+
+
+@dataclass(frozen=True)
+class PackageSetting:
+    """A variable `sagemaker_distributed` reads from the job's environment for users to set: accepted in a payload,
+    a manifest and the stack's `default_environment` although its name lies in a namespace the platform owns."""
+
+    name: str
+    meaning: str
+
+
+COLLECTIVE_TIMEOUT = PackageSetting(
+    "SAGEMAKER_DISTRIBUTED_COLLECTIVE_TIMEOUT",
+    "seconds a rank waits in a collective for the other ranks before the job fails naming them "
+    "(sagemaker_distributed.collective_timeout; default 1800)")
+PACKAGE_SETTINGS = (COLLECTIVE_TIMEOUT,)
+_PACKAGE_SETTING_NAMES = tuple(setting.name for setting in PACKAGE_SETTINGS)
 
 
 @dataclass(frozen=True)
@@ -34,8 +54,12 @@ class OwnedNames:
     distributions: tuple[str, ...] | None = None
 
     def owns(self, name: str, distribution: str) -> bool:
-        return (self.distributions is None or distribution in self.distributions) and any(
-            name.startswith(owned[:-1]) if owned.endswith(PREFIX_MARK) else name == owned for owned in self.names)
+        """Whether this owner sets `name` under `distribution`; never for the package's own settings, which no
+        owner writes (the toolkit and the images set none of them)."""
+        return (name not in _PACKAGE_SETTING_NAMES
+                and (self.distributions is None or distribution in self.distributions)
+                and any(name.startswith(owned[:-1]) if owned.endswith(PREFIX_MARK) else name == owned
+                        for owned in self.names))
 
 
 OWNED_NAMES = (
@@ -132,5 +156,12 @@ def environment_errors(environment: Mapping[str, str], where: str, *, distributi
         owner = next((owned for owned in OWNED_NAMES if owned.owns(name, distribution)), None)
         if owner is not None:
             under = "" if owner.distributions is None else f" under distribution {distribution!r}"
-            errors.append(f"{where}.{name} is set by {owner.owner}{under}: {owner.why}; remove it")
+            errors.append(f"{where}.{name} is set by {owner.owner}{under}: {owner.why}; remove it"
+                          + _package_setting_hint(name))
     return errors
+
+
+def _package_setting_hint(name: str) -> str:
+    """A refused name close to one the package reads is most likely that one, misspelt."""
+    close = difflib.get_close_matches(name, _PACKAGE_SETTING_NAMES, n=1, cutoff=0.8)
+    return f", or did you mean {close[0]!r}, which sagemaker_distributed reads?" if close else ""

@@ -9,8 +9,6 @@ in tests and tools that never call AWS. Endpoints follow AWS_ENDPOINT_URL_<SERVI
 from __future__ import annotations
 
 import functools
-import random
-from typing import Any
 
 import botocore.session
 from botocore.config import Config
@@ -22,20 +20,6 @@ from botocore.config import Config
 # apart, are what spreads a burst out.
 SAGEMAKER_ATTEMPTS = 6  # the first call and five retries
 SAGEMAKER_RETRIES = Config(retries={"mode": "standard", "total_max_attempts": SAGEMAKER_ATTEMPTS})
-# botocore treats quota errors as final, but a training-job slot frees whenever another job ends: same backoff.
-QUOTA_ERROR_CODES = ("ResourceLimitExceeded",)
-MAX_BACKOFF_SECONDS = 20  # botocore's own cap
-STARTING_OPERATIONS = ("CreateTrainingJob", "CreateHyperParameterTuningJob")
-
-
-def _retry_quota_errors(response: Any, attempts: int, **_: Any) -> float | None:
-    """botocore's needs-retry hook: a backoff for a quota error with attempts left; None leaves it to botocore."""
-    if response is None or attempts >= SAGEMAKER_ATTEMPTS:
-        return None
-    _, parsed = response
-    if parsed.get("Error", {}).get("Code") not in QUOTA_ERROR_CODES:
-        return None
-    return random.uniform(0, min(2 ** (attempts - 1), MAX_BACKOFF_SECONDS))
 
 
 @functools.cache
@@ -45,11 +29,7 @@ def _session() -> botocore.session.Session:
 
 @functools.cache
 def sagemaker_client():
-    client = _session().create_client("sagemaker", config=SAGEMAKER_RETRIES)
-    # Registered on the operations, so it runs before botocore's service-wide retry handler.
-    for operation in STARTING_OPERATIONS:
-        client.meta.events.register(f"needs-retry.sagemaker.{operation}", _retry_quota_errors)
-    return client
+    return _session().create_client("sagemaker", config=SAGEMAKER_RETRIES)
 
 
 @functools.cache

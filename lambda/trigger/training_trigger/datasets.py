@@ -40,6 +40,11 @@ class DatasetCatalog:
         path = f"{self.prefix}{dataset}/{version}/" + (f"{channel}/" if channel else "")
         return f"s3://{self.bucket}/{path}"
 
+    def dataset_of(self, uri: str) -> str | None:
+        """The dataset a channel URI lies in (`uri`'s inverse), or None outside the bucket's dataset prefix."""
+        root = f"s3://{self.bucket}/{self.prefix}"
+        return (uri[len(root):].split("/", 1)[0] or None) if uri.startswith(root) else None
+
     def version(self, dataset: str, version: str) -> DatasetVersion | None:
         """The version with its channels, or None while no marker closes it (still being written)."""
         root = f"{self.prefix}{dataset}/{version}/"

@@ -1,5 +1,9 @@
-"""Training job names: deterministic for dataset events and schedule ticks (from their job key), fresh for manual
-runs."""
+"""Training and tuning job names: deterministic for dataset events and schedule ticks (from their job key), fresh for
+manual runs.
+
+Standard library only: synthesis loads this file alone (stacks/trigger_modules.py) to refuse a project prefix too
+long for the tuning job names built here (`longest_tuning_prefix`).
+"""
 
 from __future__ import annotations
 
@@ -13,9 +17,8 @@ JOB_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 # CreateHyperParameterTuningJob's name is at most 32 characters (botocore's model; preflight checks it there too):
 # SageMaker names each trial `<tuning job>-<3 digits>-<8 hex>`, which must fit a training job's 63.
 MAX_TUNING_LENGTH = 32
+# The part of a name only that job has: the job key's hash for dataset events, random hex for a manual tuning job.
 _HASH_LENGTH = 10
-# A manual tuning job's fresh part: `yymmddHHMMSS` and 4 hex, no hyphen, so the dataset keeps some room.
-_MANUAL_TUNING_UNIQUE_LENGTH = 16
 
 
 def _slug(text: str) -> str:
@@ -56,19 +59,19 @@ def job_name_errors(name: str, prefix: str, *, tuning: bool = False) -> list[str
     return errors
 
 
-def tuning_job_stem(prefix: str, dataset: str | None) -> str:
-    """`<prefix>-<dataset, cut>`: the part every tuning job name of a dataset starts with, dataset or manual (both
-    cut the dataset to the same room), so a warm start can tell the dataset's earlier tuning jobs by name."""
-    return _compose(prefix, dataset or "manual", "x" * _MANUAL_TUNING_UNIQUE_LENGTH,
-                    MAX_TUNING_LENGTH)[: -_MANUAL_TUNING_UNIQUE_LENGTH - 1]
+def longest_tuning_prefix() -> int:
+    """The longest project prefix with which every tuning job name fits: `<prefix>-<unique part>`, the dataset cut
+    to nothing."""
+    return MAX_TUNING_LENGTH - len("-") - _HASH_LENGTH
 
 
 def dataset_tuning_job_name(prefix: str, dataset: str, job_key: str) -> str:
-    """`<stem>-<hash of job_key>`, at most 32 characters: the same key gives the same name (see dataset_job_name)."""
-    return f"{tuning_job_stem(prefix, dataset)}-{hashlib.sha256(job_key.encode()).hexdigest()[:_HASH_LENGTH]}"
+    """`<prefix>-<dataset, cut>-<hash of job_key>`, at most 32 characters: the same key gives the same name (see
+    dataset_job_name)."""
+    digest = hashlib.sha256(job_key.encode()).hexdigest()[:_HASH_LENGTH]
+    return _compose(prefix, dataset, digest, MAX_TUNING_LENGTH)
 
 
-def manual_tuning_job_name(prefix: str, dataset: str | None, now: dt.datetime | None = None) -> str:
-    """A fresh `<stem>-<UTC yymmddHHMMSS><4 hex>` for each manual run."""
-    stamp = (now or dt.datetime.now(dt.timezone.utc)).strftime("%y%m%d%H%M%S")
-    return f"{tuning_job_stem(prefix, dataset)}-{stamp}{uuid.uuid4().hex[:4]}"
+def manual_tuning_job_name(prefix: str, dataset: str | None) -> str:
+    """A fresh `<prefix>-<dataset, cut>-<10 random hex>` for each manual run (SageMaker records when it started)."""
+    return _compose(prefix, dataset or "manual", uuid.uuid4().hex[:_HASH_LENGTH], MAX_TUNING_LENGTH)

@@ -15,6 +15,7 @@ import unicodedata
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from training_trigger import container_profiles
 from training_trigger.aws_clients import sagemaker_client
 from training_trigger.job_environment import EnvironmentLimits, create_training_job_limits
 
@@ -36,9 +37,8 @@ JAVA_LINE_TERMINATORS = "\n\r\u0085\u2028\u2029"
 MAX_CHANNELS = 20
 MAX_CHANNEL_NAME_LENGTH = 64
 CHANNEL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9.\-_]+$")
-# S3 (`S3Uri` is at most 1024 characters) and instance type names.
+# S3 (`S3Uri` is at most 1024 characters).
 MAX_S3_URI_LENGTH = 1024
-INSTANCE_TYPE_PATTERN = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
 # S3's "safe" key characters and those it lists as needing special handling but working in every SDK; the rest
 # (`\ { } ^ % ` [ ] " < > ~ # |`, control characters) S3's own guide says to avoid, and none is ever meant.
 S3_KEY_SYMBOLS = " !-_.*'()&$@=;:+,"
@@ -140,14 +140,9 @@ def training_environment_limits() -> EnvironmentLimits:
 
 
 def instance_type_errors(instance_type: Any, where: str) -> list[str]:
-    if not (isinstance(instance_type, str) and INSTANCE_TYPE_PATTERN.match(instance_type)):
-        return [f"{where}={shown(instance_type)} is not a SageMaker instance type: use the form "
-                f"ml.<family>.<size>, e.g. 'ml.g5.12xlarge'"]
-    if instance_type not in known_instance_types():
-        close = difflib.get_close_matches(instance_type, known_instance_types(), n=3)
-        hint = f"did you mean {close}?" if close else "see the SageMaker pricing page for training instance types"
-        return [f"{where}={instance_type!r} is not a training instance type SageMaker knows: {hint}"]
-    return []
+    """The rule synthesis applies to the stack's `instance_type` (container_profiles.py), against this runtime's
+    botocore."""
+    return container_profiles.instance_type_errors(instance_type, where, known_instance_types())
 
 
 def channel_name_errors(names: Collection[str], where: str) -> list[str]:

@@ -60,7 +60,8 @@ class JobOverrides:
     environment: Mapping[str, str] = field(default_factory=dict)
     """Environment variables of every process of the job, strings by name (e.g. `{"NCCL_DEBUG": "INFO"}`), merged
     key by key over the stack's `default_environment`; names the platform sets itself (`SM_*`, `SAGEMAKER_*`, the
-    launchers' ranks, ...) are refused, with the reason (docs/trigger.md, Environment)."""
+    launchers' ranks, ...) are refused, with the reason, except the ones `sagemaker_distributed` reads for you
+    (`SAGEMAKER_DISTRIBUTED_COLLECTIVE_TIMEOUT`; docs/trigger.md, Environment)."""
     train_data_distribution: str | None = None
     """How SageMaker spreads the `train` channel's objects over the instances: `FullyReplicated` (every instance
     downloads all of them) or `ShardedByS3Key` (each instance about 1/N of the objects); `validation` and `test`

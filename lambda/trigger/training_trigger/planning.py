@@ -96,7 +96,8 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
     if request.tuning is not None:
         section = (section or TuningSection()).then(request.tuning)
     tuning = None if section is None else resolve_tuning(section, entry_point=overrides.entry_point,
-                                                         settings=settings, where=TUNING_KEY)
+                                                         settings=settings, where=TUNING_KEY,
+                                                         hyperparameters=overrides.hyperparameters)
     errors = check_hyperparameters(overrides.hyperparameters, "hyperparameters")
     if overrides.entry_point in settings.checked_entry_points:
         # After merging: the script that runs decides which flags exist, whichever layer named it.
@@ -105,6 +106,7 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
                                           for name in found.channels}
     if found is not None:
         errors += channel_name_errors(found.channels, f"folders of {catalog.uri(found.dataset, found.version)}")
+    errors += _train_channel_errors(channels, found, catalog)
     job_name = _job_name(request, found, overrides, channels, settings, tuning)
     errors += job_name_errors(job_name, settings.job_name_prefix, tuning=tuning is not None)
     if errors:
@@ -117,6 +119,21 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
         dry_run=request.dry_run, tensorboard=bool(overrides.tensorboard), environment=overrides.environment,
         train_data_distribution=overrides.train_data_distribution, tuning=tuning,
     )
+
+
+def _train_channel_errors(channels: Mapping[str, str], found: DatasetVersion | None, catalog: Catalog) -> list[str]:
+    """The training scripts need a `train` channel: said as the user wrote the data (a version's folders, or the
+    payload's channels), before the request is built, so no API jargon about an empty InputDataConfig comes first."""
+    if TRAIN_CHANNEL in channels:
+        return []
+    if found is None:
+        return [f"channels: {sorted(channels)} has no {TRAIN_CHANNEL!r} channel, which the training scripts require: "
+                f"give channels.{TRAIN_CHANNEL}"]
+    root = catalog.uri(found.dataset, found.version)
+    holds = f"its folders are {list(found.channels)}" if found.channels else "it holds no folder, only its marker"
+    return [f"{root} has no {TRAIN_CHANNEL!r} folder ({holds}), which the training scripts require: upload the "
+            f"training data under {catalog.uri(found.dataset, found.version, TRAIN_CHANNEL)} and write the marker "
+            f"again"]
 
 
 def _dataset_version(request: TriggerRequest, catalog: Catalog) -> DatasetVersion | None:

@@ -13,6 +13,7 @@ from botocore.validate import ParamValidator
 
 from training_trigger import container_profiles
 from training_trigger.aws_clients import sagemaker_client
+from training_trigger.datasets import DatasetCatalog
 from training_trigger.instances import accelerators
 from training_trigger.job_names import job_name_errors
 from training_trigger.job_environment import environment_errors
@@ -24,9 +25,10 @@ from training_trigger.limits import (
     tag_errors,
     training_environment_limits,
 )
-from training_trigger.planning import TRAIN_CHANNEL, TrainingJobSpec
+from training_trigger.planning import TrainingJobSpec
 from training_trigger.settings import Settings
 from training_trigger.tuning_guards import tuning_errors
+from training_trigger.warm_start import parent_dataset_errors
 
 # Request members whose limits _naming_errors checks with the user's field names.
 _NAMED_MEMBERS = ("HyperParameters", "Tags", "Environment")
@@ -48,7 +50,15 @@ def tuning_preflight_errors(tuning_request: dict[str, Any], training_request: di
     operation = "CreateHyperParameterTuningJob"
     return (preflight_errors(training_request, spec, settings) + service_model_errors(tuning_request, operation)
             + service_limit_errors(tuning_request, skip=("Tags",), operation=operation)
-            + tuning_errors(spec.tuning, spec, settings))
+            + tuning_errors(spec.tuning, spec, settings) + _warm_start_parent_errors(spec, settings))
+
+
+def _warm_start_parent_errors(spec: TrainingJobSpec, settings: Settings) -> list[str]:
+    """The one read before a tuning job starts: each warm-start parent's own description (dry runs included)."""
+    catalog = DatasetCatalog(settings.data_bucket, settings.dataset_prefix, settings.marker_names)
+    return parent_dataset_errors(
+        spec, settings.job_name_prefix, catalog,
+        lambda name: sagemaker_client().describe_hyper_parameter_tuning_job(HyperParameterTuningJobName=name))
 
 
 def service_model_errors(request: dict[str, Any], operation: str = "CreateTrainingJob") -> list[str]:
@@ -71,12 +81,7 @@ def _naming_errors(request: dict[str, Any], settings: Settings) -> list[str]:
             errors.append(f"{member('hyperparameters', key)}: the encoded value is {len(value)} characters, over "
                           f"{MAX_HYPERPARAMETER_VALUE_LENGTH}: pass large settings as a file in a channel")
     # With the trigger's own tags, whose values come from dataset folder names.
-    errors += tag_errors({tag["Key"]: tag["Value"] for tag in request["Tags"]}, "tags")
-    channels = [channel["ChannelName"] for channel in request["InputDataConfig"]]
-    if TRAIN_CHANNEL not in channels:
-        errors.append(f"channels: {channels} has no {TRAIN_CHANNEL!r} channel, which the training scripts "
-                      f"require: write the dataset under <version>/{TRAIN_CHANNEL}/ or give channels.train")
-    return errors
+    return errors + tag_errors({tag["Key"]: tag["Value"] for tag in request["Tags"]}, "tags")
 
 
 def _distribution_errors(spec: TrainingJobSpec, settings: Settings) -> list[str]:

@@ -52,7 +52,10 @@ def _handle_request(request: TriggerRequest, event: Mapping[str, Any], settings:
     if spec.dry_run:
         logger.info(f"dry run: {kind} request built and checked, no job started", extra={"request": job_request})
         return {"status": "dry_run", "job_name": spec.job_name, **marked, "request": job_request}
-    status = submit(job_request)
+    try:
+        status = submit(job_request)
+    except InvalidInput as refused:
+        return _reject(spec.job_name, refused.errors, event, settings)
     count(JOBS_STARTED if status == "started" else DUPLICATE_EVENTS)
     logger.info(f"{kind} job {status}", extra={"trigger_source": request.source, "tags": dict(spec.tags)})
     return {"status": status, "job_name": spec.job_name, **marked}

@@ -7,11 +7,13 @@ scripts' flags, the strategy's rules, the cost ceiling, SageMaker's limits) are 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from training_trigger.errors import InvalidInput
+from training_trigger.hyperband import HYPERBAND, HyperbandResource, hyperband_resource
 from training_trigger.limits import api_shape, shown
 from training_trigger.settings import Settings
 
@@ -58,6 +60,12 @@ class TuningSection:
     early_stopping: str | None = None
     """`Off` or `Auto` (SageMaker stops trials unlikely to beat the best so far); default: the stack's
     `tuning_early_stopping` (with `Hyperband`, which stops trials itself: `Off`, the only value it allows)."""
+    min_resource: int | None = None
+    """With `Hyperband`: the epochs a trial trains before Hyperband may stop it (`MinResource`); default 1."""
+    max_resource: int | None = None
+    """With `Hyperband`: the most epochs a trial may train (`MaxResource`, at most 20000); default: the job's static
+    `epochs` (or `numepochs`, `n-epochs`, `n_epochs`, `num_epochs`) hyperparameter, else the project's scripts'
+    `--epochs` default (30); required when neither is there, e.g. when `epochs` is tuned."""
     ranges: tuple[ParameterRange, ...] = ()
     """Tuned hyperparameters by flag name: `{"type": "continuous" | "integer", "min": ..., "max": ..., "scaling":
     "Auto" | "Linear" | "Logarithmic" | "ReverseLogarithmic"}` or `{"type": "categorical", "values": [...]}`;
@@ -101,6 +109,8 @@ class TuningJob:
     warm_start_parents: tuple[str, ...] = ()
     warm_start_type: str = DEFAULT_WARM_START_TYPE
     random_seed: int | None = None
+    hyperband: HyperbandResource | None = None
+    """With strategy `Hyperband` only: the resource sent as `StrategyConfig.HyperbandStrategyConfig`."""
 
 
 def _enum(shape_name: str) -> tuple[str, ...]:
@@ -143,6 +153,8 @@ def parse_tuning_section(section: Any, where: str) -> TuningSection:
         max_jobs=whole("max_jobs", 1),
         max_parallel_jobs=whole("max_parallel_jobs", 1),
         early_stopping=choice("early_stopping", "TrainingJobEarlyStoppingType"),
+        min_resource=whole("min_resource", 1),
+        max_resource=whole("max_resource", 1),
         ranges=_ranges(section.get("ranges"), f"{where}.ranges", errors) if "ranges" in section else (),
         warm_start_parents=parents, warm_start_type=warm_start_type,
         random_seed=whole("random_seed", 0),
@@ -213,9 +225,11 @@ def _warm_start(value: Any, where: str, errors: list[str]) -> tuple[tuple[str, .
     return tuple(parents), kind
 
 
-def resolve_tuning(section: TuningSection, *, entry_point: str, settings: Settings, where: str) -> TuningJob:
-    """Every field set: the section's, else the entry point's objective, else the stack's defaults. Raises
-    InvalidInput when a required field is missing."""
+def resolve_tuning(section: TuningSection, *, entry_point: str, settings: Settings, where: str,
+                   hyperparameters: Mapping[str, Any]) -> TuningJob:
+    """Every field set: the section's, else the entry point's objective (and, for Hyperband, the job's epochs in
+    `hyperparameters`, the merged ones), else the stack's defaults. Raises InvalidInput when a required field is
+    missing."""
     errors = []
     default_objective = settings.default_tuning_objective if entry_point in settings.checked_entry_points else {}
     metric = section.objective_metric or default_objective.get("MetricName")
@@ -224,14 +238,30 @@ def resolve_tuning(section: TuningSection, *, entry_point: str, settings: Settin
     if not metric:
         errors.append(f"{where}.objective_metric is missing: entry_point={entry_point!r} has no default objective; "
                       f"name one of the jobs' metrics {_metric_names(settings)}")
+    elif metric not in _metric_names(settings):
+        # Before its direction: a misspelt default objective would otherwise be asked for objective_type first.
+        errors.append(_unknown_objective(metric, settings, where))
     elif not kind:
         errors.append(f"{where}.objective_type is missing for objective_metric={metric!r}: give Maximize or Minimize")
     if not section.ranges:
         errors.append(f"{where}.ranges is missing: name at least one hyperparameter to tune, e.g. {{\"epochs\": "
                       f"{{\"type\": \"integer\", \"min\": 2, \"max\": 8}}}}")
+    strategy = section.strategy or settings.tuning_strategy
+    hyperband = None
+    if strategy == HYPERBAND:
+        checked = entry_point in settings.checked_entry_points
+        hyperband, missing = hyperband_resource(
+            min_resource=section.min_resource, max_resource=section.max_resource, hyperparameters=hyperparameters,
+            tuned=[found.name for found in section.ranges], where=where,
+            default_epochs=settings.training_flags.get("flags", {}).get("epochs", {}).get("default") if checked else None)
+        errors += missing
+    else:
+        # StrategyConfig is for Hyperband only (CreateHyperParameterTuningJob's HyperbandStrategyConfig reference).
+        errors += [f"{where}.{name} is for strategy 'Hyperband' only, not {strategy!r}: remove it, or set "
+                   f"strategy 'Hyperband'" for name in ("min_resource", "max_resource")
+                   if getattr(section, name) is not None]
     if errors:
         raise InvalidInput(errors)
-    strategy = section.strategy or settings.tuning_strategy
     # Grid tries every combination once: that count is its natural number of trials.
     grid_default = grid_combinations(section.ranges) if strategy == "Grid" else None
     max_jobs = section.max_jobs or grid_default or settings.tuning_max_jobs
@@ -240,14 +270,24 @@ def resolve_tuning(section: TuningSection, *, entry_point: str, settings: Settin
         # Defaults bend to what the section asks: no more parallel trials than trials, and Hyperband stops trials
         # itself (SageMaker refuses early stopping with it).
         max_parallel_jobs=section.max_parallel_jobs or min(settings.tuning_max_parallel_jobs, max_jobs),
-        early_stopping=section.early_stopping or ("Off" if strategy == "Hyperband" else settings.tuning_early_stopping),
+        early_stopping=section.early_stopping or ("Off" if strategy == HYPERBAND else settings.tuning_early_stopping),
         ranges=section.ranges, warm_start_parents=section.warm_start_parents,
         warm_start_type=section.warm_start_type or DEFAULT_WARM_START_TYPE, random_seed=section.random_seed,
+        hyperband=hyperband,
     )
 
 
 def _metric_names(settings: Settings) -> list[str]:
     return [definition["Name"] for definition in settings.metric_definitions]
+
+
+def _unknown_objective(metric: str, settings: Settings, where: str) -> str:
+    names = _metric_names(settings)
+    close = difflib.get_close_matches(metric, names, n=3)
+    meant = f" (did you mean {close}?)" if close else ""
+    return (f"{where}.objective_metric={metric!r} is not one of the jobs' metric definitions {names}{meant}: "
+            f"SageMaker reads the objective from the training log with one of them; name one, or add it to "
+            f"metric_definitions in the pipeline configuration")
 
 
 def grid_combinations(ranges: tuple[ParameterRange, ...]) -> int | None:

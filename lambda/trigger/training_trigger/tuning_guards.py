@@ -9,22 +9,22 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from training_trigger.hyperband import HYPERBAND, hyperband_resource_errors
 from training_trigger.hyperparameter_flags import flag_kind, flag_problem
-from training_trigger.job_names import job_name_errors, tuning_job_stem
+from training_trigger.job_names import job_name_errors
 from training_trigger.limits import api_shape, hyperparameter_key_errors
-from training_trigger.overrides import RESERVED_HYPERPARAMETER_PREFIX, TRIGGER_TAG_KEYS
+from training_trigger.overrides import RESERVED_HYPERPARAMETER_PREFIX
 from training_trigger.planning import TrainingJobSpec
 from training_trigger.settings import Settings
 from training_trigger.tuning import ParameterRange, TuningJob, grid_combinations
 
 WHERE = "tuning"
-DATASET_TAG = TRIGGER_TAG_KEYS[1]  # the dataset a job trains on, as the trigger tags it
 SECONDS_PER_HOUR = 3600
 
 
 def tuning_errors(tuning: TuningJob, spec: TrainingJobSpec, settings: Settings) -> list[str]:
-    errors = _objective_errors(tuning, settings) + _strategy_errors(tuning) + _cost_errors(tuning, spec, settings)
-    errors += _warm_start_errors(tuning, settings.job_name_prefix, spec.tags.get(DATASET_TAG))
+    errors = _strategy_errors(tuning) + _cost_errors(tuning, spec, settings)
+    errors += _warm_start_errors(tuning, settings.job_name_prefix)
     # The API allows 30 ranges in all (each kind's list says 30; the API reference: the total, too).
     most = api_shape("ContinuousParameterRanges").metadata["max"]
     if len(tuning.ranges) > most:
@@ -84,23 +84,16 @@ def range_flag_errors(found: ParameterRange, definitions: Mapping[str, Any], whe
             if (problem := flag_problem(found.name, value, definitions))]
 
 
-def _objective_errors(tuning: TuningJob, settings: Settings) -> list[str]:
-    names = [definition["Name"] for definition in settings.metric_definitions]
-    if tuning.objective_metric in names:
-        return []
-    return [f"{WHERE}.objective_metric={tuning.objective_metric!r} is not one of the jobs' metric definitions "
-            f"{names}: SageMaker reads the objective from the training log with one of them; name one, or add it "
-            f"to metric_definitions in the pipeline configuration"]
-
-
 def _strategy_errors(tuning: TuningJob) -> list[str]:
     errors = []
     if tuning.max_parallel_jobs > tuning.max_jobs:
         errors.append(f"{WHERE}.max_parallel_jobs={tuning.max_parallel_jobs} exceeds max_jobs={tuning.max_jobs}: "
                       f"lower it")
-    if tuning.strategy == "Hyperband" and tuning.early_stopping != "Off":
+    if tuning.strategy == HYPERBAND and tuning.early_stopping != "Off":
         errors.append(f"{WHERE}.early_stopping={tuning.early_stopping!r} with strategy 'Hyperband', which stops "
                       f"trials itself: set early_stopping 'Off'")
+    if tuning.hyperband is not None:
+        errors += hyperband_resource_errors(tuning.hyperband, WHERE)
     if tuning.strategy == "Grid":
         combinations = grid_combinations(tuning.ranges)
         if combinations is None:
@@ -127,7 +120,9 @@ def _cost_errors(tuning: TuningJob, spec: TrainingJobSpec, settings: Settings) -
             f"and redeploy"]
 
 
-def _warm_start_errors(tuning: TuningJob, prefix: str, dataset: str | None) -> list[str]:
+def _warm_start_errors(tuning: TuningJob, prefix: str) -> list[str]:
+    """How many parents, and names the trigger may touch; whether each is of this dataset is read from SageMaker
+    (warm_start.py)."""
     if not tuning.warm_start_parents:
         return []
     errors = []
@@ -135,11 +130,6 @@ def _warm_start_errors(tuning: TuningJob, prefix: str, dataset: str | None) -> l
     if len(tuning.warm_start_parents) > most:
         errors.append(f"{WHERE}.warm_start.parents: {len(tuning.warm_start_parents)} jobs exceed SageMaker's "
                       f"{most}: keep the best ones")
-    stem = tuning_job_stem(prefix, dataset)
     for parent in tuning.warm_start_parents:
-        named = job_name_errors(parent, prefix, tuning=True)
-        errors += [f"{WHERE}.warm_start.parents: {error}" for error in named]
-        if not named and not parent.startswith(f"{stem}-"):
-            errors.append(f"{WHERE}.warm_start.parents: {parent!r} is not a tuning job of this dataset (their names "
-                          f"start with {stem + '-'!r}): warm-start from the dataset's own earlier tuning jobs")
+        errors += [f"{WHERE}.warm_start.parents: {error}" for error in job_name_errors(parent, prefix, tuning=True)]
     return errors

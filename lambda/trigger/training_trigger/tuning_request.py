@@ -67,6 +67,11 @@ def tuning_job_config(tuning: TuningJob) -> dict[str, Any]:
         "ParameterRanges": {key: [parameter_range(found) for found in tuning.ranges if found.type == kind]
                             for kind, key in RANGE_KEYS.items()},
     }
+    if tuning.hyperband is not None:
+        # Sent always, as SDK v2's StrategyConfig sends it: SageMaker's own inference of MaxResource reads only a
+        # few static hyperparameter names and refuses the job without them (hyperband.py).
+        config["StrategyConfig"] = {"HyperbandStrategyConfig": {"MinResource": tuning.hyperband.min_resource,
+                                                                "MaxResource": tuning.hyperband.max_resource}}
     if tuning.random_seed is not None:
         config["RandomSeed"] = tuning.random_seed
     return config

@@ -9,9 +9,12 @@ The trigger's service runs with botocore Stubbers on the real clients: a call no
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 import io
 import json
+import re
+from pathlib import Path
 
 import botocore.session
 import pytest
@@ -84,23 +87,28 @@ def test_a_job_without_any_environment_sends_none(s3_stub, sagemaker_stub, deplo
     assert "Environment" not in _dry_run()["request"]
 
 
-def test_a_manifest_environment_reaches_the_started_job(s3_stub, sagemaker_stub, deployed):
-    # Given the issue's manifest, on a torchrun stack
-    deployed(**TORCHRUN)
-    _version_with_manifest(s3_stub, {"training": {"environment": {"NCCL_DEBUG": "INFO"}}})
+def _started_by_marker(s3_stub, sagemaker_stub, manifest: dict) -> dict:
+    """The CreateTrainingJob request the marker event of a version with `manifest` sends (SageMaker accepting it)."""
+    _version_with_manifest(s3_stub, manifest)
     sent = []
     sagemaker_stub.client.meta.events.register_first("before-parameter-build.sagemaker.CreateTrainingJob",
                                                      lambda params, **_: sent.append(params))
     sagemaker_stub.add_response("create_training_job", {"TrainingJobArn": "arn:aws:sagemaker:eu-west-1:"
                                                         "123456789012:training-job/ranker-x"})
-    # When its marker's event arrives
     result = handle_event({"Records": [{
         "eventSource": "aws:s3", "eventName": "ObjectCreated:Put", "s3": {
             "bucket": {"name": DATA_BUCKET},
             "object": {"key": f"{VERSION_ROOT}manifest.json".replace(" ", "+"), "eTag": "7b4ef1a3"}}}]})
-    # Then CreateTrainingJob carries it
     assert result["status"] == "started", result
-    assert sent[0]["Environment"] == {"NCCL_DEBUG": "INFO"}
+    return sent[0]
+
+
+def test_a_manifest_environment_reaches_the_started_job(s3_stub, sagemaker_stub, deployed):
+    # Given the issue's manifest, on a torchrun stack
+    deployed(**TORCHRUN)
+    # When its marker's event arrives / Then CreateTrainingJob carries it
+    request = _started_by_marker(s3_stub, sagemaker_stub, {"training": {"environment": {"NCCL_DEBUG": "INFO"}}})
+    assert request["Environment"] == {"NCCL_DEBUG": "INFO"}
 
 
 @pytest.mark.parametrize(("environment", "expected"), [
@@ -136,6 +144,62 @@ def test_an_environment_that_is_not_text_by_name_is_refused_as_the_payload_is_re
     _expect_rejection_notice(sns_stub)
     result = _dry_run(environment=environment)
     assert result["status"] == "rejected" and result["errors"][0].startswith(expected), result
+
+
+COLLECTIVE_TIMEOUT = "SAGEMAKER_DISTRIBUTED_COLLECTIVE_TIMEOUT"
+PACKAGE_DIR = Path(__file__).resolve().parents[3] / "training_code" / "sagemaker_distributed"
+
+
+@pytest.mark.parametrize("distribution", ["pytorchddp", "torch_distributed"])
+def test_the_collective_timeout_set_in_a_payload_reaches_the_request(distribution, deployed, s3_stub,
+                                                                     sagemaker_stub):
+    # Given a version on an SMDDP stack (the sample's) and one on a torchrun stack
+    if distribution == "torch_distributed":
+        deployed(**TORCHRUN)
+    _version_with_manifest(s3_stub, {"training": {}})
+    # When a dry run raises the collective timeout the package reads (docs/bring-your-own.md)
+    result = _dry_run(environment={COLLECTIVE_TIMEOUT: "7200"})
+    # Then it is accepted, though SAGEMAKER_* names are the platform's, and every process of the job gets it
+    assert result["status"] == "dry_run", result
+    assert result["request"]["Environment"] == {COLLECTIVE_TIMEOUT: "7200"}
+
+
+def test_the_collective_timeout_from_the_stack_and_a_manifest_reaches_the_started_job(deployed, s3_stub,
+                                                                                       sagemaker_stub):
+    # Given a stack whose default raises it for every job, and a manifest that raises it further for its version
+    deployed(default_environment={COLLECTIVE_TIMEOUT: "3600", "NCCL_DEBUG_SUBSYS": "INIT"})
+    # When the version's marker arrives / Then CreateTrainingJob carries the manifest's value over the stack's
+    request = _started_by_marker(s3_stub, sagemaker_stub, {"training": {"environment": {COLLECTIVE_TIMEOUT: "5400"}}})
+    assert request["Environment"] == {COLLECTIVE_TIMEOUT: "5400", "NCCL_DEBUG_SUBSYS": "INIT"}
+
+
+def _package_variable_names() -> set[str]:
+    """Every `SAGEMAKER_DISTRIBUTED_*` name written in the package's source: the namespace of its own settings."""
+    return {node.value for path in PACKAGE_DIR.rglob("*.py") for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and re.fullmatch(r"SAGEMAKER_DISTRIBUTED_[A-Z0-9_]+", node.value)}
+
+
+def test_every_variable_the_package_reads_for_users_is_one_no_distribution_refuses():
+    # Given the names the package's source holds in its own namespace (collective_timeout reads one of them)
+    from training_trigger.job_environment import PACKAGE_SETTINGS
+
+    names = _package_variable_names()
+    limits = create_training_job_limits(MODEL)
+    # Then each is a declared setting, and every declared setting passes the trigger's check under every distribution
+    assert COLLECTIVE_TIMEOUT in names
+    assert names == {setting.name for setting in PACKAGE_SETTINGS}
+    for distribution in ("none", "torch_distributed", "pytorchddp", "smdistributed"):
+        assert environment_errors({name: "3600" for name in names}, "environment", distribution=distribution,
+                                  limits=limits) == []
+
+
+def test_a_misspelt_package_setting_is_refused_naming_the_one_meant():
+    errors = environment_errors({"SAGEMAKER_DISTRIBUTED_COLECTIVE_TIMEOUT": "60"}, "environment",
+                                distribution="torch_distributed", limits=create_training_job_limits(MODEL))
+    assert len(errors) == 1
+    assert errors[0].startswith("environment.SAGEMAKER_DISTRIBUTED_COLECTIVE_TIMEOUT is set by SageMaker")
+    assert errors[0].endswith(f"remove it, or did you mean {COLLECTIVE_TIMEOUT!r}, which sagemaker_distributed reads?")
 
 
 def test_a_launcher_setting_is_refused_only_where_that_launcher_overwrites_it(deployed, s3_stub, sns_stub,

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import handler
 import pytest
-from botocore.exceptions import ClientError
 from botocore.response import StreamingBody
 from botocore.stub import ANY
 
@@ -208,13 +207,27 @@ def test_the_retrain_schedule_retrains_on_every_tick_and_once_per_tick(s3_stub, 
     assert all(name.startswith("ranker-web-search-2026-11-01-") for name in names)
 
 
-@pytest.mark.parametrize("code", ["ThrottlingException", "ResourceLimitExceeded"])
-def test_throttling_and_quota_raise_so_the_event_is_retried(s3_stub, sagemaker_stub, code):
-    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG})
-    sagemaker_stub.add_client_error("create_training_job", service_error_code=code, http_status_code=400)
-    with pytest.raises(ClientError) as raised:
-        _invoke(load_event("s3_eventbridge_object_created.json"))
-    assert raised.value.response["Error"]["Code"] == code
+def test_a_version_without_folders_is_refused_first_for_its_missing_train_folder(s3_stub, sns_stub, sagemaker_stub):
+    # Given a version whose upload wrote its marker and no data (an empty data folder)
+    _version_listing(s3_stub, {"_SUCCESS": MARKER_ETAG}, channels=())
+    _expect_rejection_notice(sns_stub)
+    # When its marker event arrives (the SageMaker Stubber has nothing queued: any call fails the test)
+    result = _invoke(load_event("s3_eventbridge_object_created.json"))
+    # Then the first (and only) error says what the data lacks and how to fix it, with no API jargon about an empty
+    # InputDataConfig
+    assert result["status"] == "rejected"
+    assert result["errors"] == [
+        f"s3://{DATA_BUCKET}/{VERSION_ROOT} has no 'train' folder (it holds no folder, only its marker), which the "
+        f"training scripts require: upload the training data under s3://{DATA_BUCKET}/{VERSION_ROOT}train/ and write "
+        f"the marker again"]
+
+
+def test_explicit_channels_without_train_are_refused_naming_the_channel(sns_stub, sagemaker_stub):
+    _expect_rejection_notice(sns_stub)
+    result = _invoke({"channels": {"validation": f"s3://{DATA_BUCKET}/datasets/web search/2026-11-01/validation/"},
+                      "dry_run": True})
+    assert result["errors"] == ["channels: ['validation'] has no 'train' channel, which the training scripts require: "
+                                "give channels.train"]
 
 
 def test_manifest_overrides_the_defaults(s3_stub, sagemaker_stub, sent_requests):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import botocore.session
 from hypothesis import given
 from hypothesis import strategies as st
 from training_trigger.job_names import (
@@ -13,9 +14,9 @@ from training_trigger.job_names import (
     dataset_job_name,
     dataset_tuning_job_name,
     job_name_errors,
+    longest_tuning_prefix,
     manual_job_name,
     manual_tuning_job_name,
-    tuning_job_stem,
 )
 
 KEY = '{"marker_version": "IYV3p45BT0ac8hjHg1houSdS1a.Mro8e"}'
@@ -55,31 +56,42 @@ def test_names_outside_the_prefix_or_pattern_are_refused_with_the_fix():
     assert "is not a valid training job name" in job_name_errors("ranker-" + "x" * 60, "ranker")[0]
 
 
-@given(prefix=st.from_regex(r"[a-z][a-z0-9-]{0,13}[a-z0-9]", fullmatch=True),
+@given(prefix=st.from_regex(r"[a-z][a-z0-9-]{0,19}[a-z0-9]", fullmatch=True),
        dataset=st.one_of(st.none(), st.text(min_size=1, max_size=200)),
        key=st.text(alphabet="0123456789abcdef", min_size=32, max_size=32))
-def test_tuning_job_names_fit_32_characters_and_start_with_their_datasets_stem(prefix, dataset, key):
-    # Given any project prefix of up to 15 characters and any dataset name (or none: explicit channels)
+def test_tuning_job_names_fit_32_characters_with_any_prefix_synthesis_accepts(prefix, dataset, key):
+    # Given any project prefix of up to 21 characters (the longest synthesis accepts) and any dataset name (or none:
+    # explicit channels)
     names = [manual_tuning_job_name(prefix, dataset)]
     if dataset is not None:
         names.append(dataset_tuning_job_name(prefix, dataset, key))
-    # Then every tuning job name is one SageMaker accepts, within the trigger's permissions, and starts with the
-    # stem a warm start recognises the dataset's tuning jobs by
+    # Then every tuning job name is one SageMaker accepts, within the trigger's permissions
     for name in names:
         assert job_name_errors(name, prefix, tuning=True) == [], name
-        assert len(name) <= MAX_TUNING_LENGTH and name.startswith(tuning_job_stem(prefix, dataset) + "-")
+        assert len(name) <= MAX_TUNING_LENGTH
+
+
+def test_the_longest_prefix_names_tuning_jobs_and_one_more_character_cannot():
+    # Given the longest prefix the naming rule allows, and one a character longer
+    longest = "r" * longest_tuning_prefix()
+    # Then manual and dataset tuning job names fit with the first and not with the second
+    assert job_name_errors(manual_tuning_job_name(longest, "web search"), longest, tuning=True) == []
+    assert job_name_errors(dataset_tuning_job_name(longest, "web search", KEY), longest, tuning=True) == []
+    assert job_name_errors(manual_tuning_job_name(longest + "r", None), longest + "r", tuning=True) != []
+
+
+def test_the_tuning_name_limit_is_the_api_models():
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    assert MAX_TUNING_LENGTH == model.shape_for("HyperParameterTuningJobName").metadata["max"]
 
 
 def test_a_tuning_job_name_is_deterministic_per_key_and_fresh_per_manual_run():
-    now = dt.datetime(2026, 11, 1, 6, 12, 40, tzinfo=dt.timezone.utc)
     assert dataset_tuning_job_name("ranker", "web search", KEY) == dataset_tuning_job_name("ranker", "web search",
                                                                                            KEY)
     assert dataset_tuning_job_name("ranker", "web search", KEY) != dataset_tuning_job_name("ranker", "web search",
                                                                                            KEY + "x")
-    first, second = manual_tuning_job_name("ranker", "web search", now), manual_tuning_job_name("ranker", "web search",
-                                                                                                now)
-    # (the stamp is the run's UTC time, to the second)
-    assert first != second and first.startswith(f"ranker-web-sear-{now:%y%m%d%H%M%S}")
+    names = {manual_tuning_job_name("ranker", "web search") for _ in range(20)}
+    assert len(names) == 20 and all(name.startswith("ranker-web-search-") for name in names)
 
 
 def test_a_tuning_job_name_over_32_characters_is_refused_naming_the_limit():

@@ -68,7 +68,6 @@ def test_the_service_model_catches_what_the_api_would_refuse(settings):
          "instance_type='ml.inf2.xlarge' is a Trainium/Inferentia (Neuron) instance"),
         ({"job_name": "nightly-web-search"}, {}, "does not start with 'ranker-'"),
         ({"job_name": "ranker-web_search"}, {}, "is not a valid training job name"),
-        ({"channels": {"validation": "s3://ranker-data-example/v/"}}, {}, "has no 'train' channel"),
         ({"hyperparameters": {f"h{i}": i for i in range(100)}}, {}, "exceed SageMaker's 100"),
         ({"hyperparameters": {"notes": "x" * 2600}}, {}, "hyperparameters.notes: the encoded value is 2602"),
         ({"tags": {f"t{i}": "v" for i in range(51)}}, {}, "tags: 51 tags"),

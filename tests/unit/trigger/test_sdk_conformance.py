@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +28,17 @@ from sagemaker.pytorch import PyTorch
 from sagemaker.tuner import (
     CategoricalParameter,
     ContinuousParameter,
+    HyperbandStrategyConfig,
     HyperparameterTuner,
     IntegerParameter,
+    StrategyConfig,
     WarmStartConfig,
     WarmStartTypes,
 )
 from stacks.source_bundle import pack_members
 from stacks.source_layout import bundle_members
 from training_trigger.request import build_training_job_request
-from training_trigger.tuning import ParameterRange, TuningJob
+from training_trigger.tuning import ParameterRange, TuningJob, parse_tuning_section, resolve_tuning
 from training_trigger.tuning_request import build_tuning_job_request
 
 from trigger.sample_inputs import job_spec, stack_settings
@@ -133,8 +136,8 @@ def _sdk_tuner_kwargs(tuning) -> dict[str, Any]:
             "warm_start_config": warm_start}
 
 
-def _sdk_tuning_request(settings, spec, *, framework_version: str, checkpoint_s3_uri: str | None = None
-                        ) -> dict[str, Any]:
+def _sdk_tuning_request(settings, spec, *, framework_version: str, checkpoint_s3_uri: str | None = None,
+                        **tuner_kwargs: Any) -> dict[str, Any]:
     """What `HyperparameterTuner(PyTorch(...), ...).fit(...)` sends to CreateHyperParameterTuningJob."""
     session, stubber, sent = _sdk_session("create_hyper_parameter_tuning_job", {
         "HyperParameterTuningJobArn": f"arn:aws:sagemaker:{REGION}:123456789012:hyper-parameter-tuning-job/"
@@ -144,7 +147,7 @@ def _sdk_tuning_request(settings, spec, *, framework_version: str, checkpoint_s3
                                checkpoint_s3_uri=checkpoint_s3_uri)
         tuner = HyperparameterTuner(estimator, metric_definitions=[dict(d) for d in settings.metric_definitions],
                                     tags=[{"Key": key, "Value": value} for key, value in spec.tags.items()],
-                                    **_sdk_tuner_kwargs(spec.tuning))
+                                    **{**_sdk_tuner_kwargs(spec.tuning), **tuner_kwargs})
         tuner.fit(_sdk_inputs(spec), job_name=spec.job_name, wait=False)
     [request] = sent
     return request
@@ -353,3 +356,23 @@ def test_a_grid_search_matches_the_sdks_tuner():
     # When both build the request / Then they are equal field by field (values JSON-encoded, numbers too)
     _assert_same_tuning_request(build_tuning_job_request(spec, settings),
                                 _sdk_tuning_request(settings, spec, framework_version="2.2.0"))
+
+
+def test_a_hyperband_search_matches_the_sdks_tuner_with_its_strategy_config():
+    # Given a Hyperband section over the learning rate of a job that trains 10 epochs (the sample stack's default)
+    settings = stack_settings()
+    spec = job_spec(job_name="ranker-web-sear-5d0c2e7f1a", hyperparameters={"epochs": 10, "loss": "listwise"})
+    section = parse_tuning_section({"strategy": "Hyperband", "ranges": {"learning-rate": {
+        "type": "continuous", "min": 0.0001, "max": 0.01, "scaling": "Logarithmic"}}}, "tuning")
+    tuning = resolve_tuning(section, entry_point=spec.entry_point, settings=settings, where="tuning",
+                            hyperparameters=spec.hyperparameters)
+    spec = replace(spec, tuning=tuning)
+    # When the trigger builds the request, and a user writes the SDK's tuner for the same search, giving Hyperband the
+    # job's 10 epochs as its most resource and 1 as its least
+    ours = build_tuning_job_request(spec, settings)
+    sdk = _sdk_tuning_request(settings, spec, framework_version="2.2.0", strategy_config=StrategyConfig(
+        hyperband_strategy_config=HyperbandStrategyConfig(max_resource=10, min_resource=1)))
+    # Then they are equal field by field, StrategyConfig included
+    assert ours["HyperParameterTuningJobConfig"]["StrategyConfig"] == {
+        "HyperbandStrategyConfig": {"MinResource": 1, "MaxResource": 10}}
+    _assert_same_tuning_request(ours, sdk)
