@@ -41,8 +41,8 @@ from local_mode.trigger_invocation import invoke_trigger
 from local_mode.tuning_job import TERMINAL_TUNING_STATUSES
 from local_mode.tuning_job_service import TuningJobService
 from local_mode.watchdog_schedule import LocalSchedule, WatchdogTiming, schedule_seconds, scheduled_event
-from stacks.job_watchdog import POWERTOOLS_SERVICE_NAME as WATCHDOG_NAME
-from stacks.model_registration import POWERTOOLS_SERVICE_NAME as REGISTRAR_NAME
+from stacks.function_names import REGISTRAR_SERVICE_NAME as REGISTRAR_NAME
+from stacks.function_names import WATCHDOG_SERVICE_NAME as WATCHDOG_NAME
 
 # The environment variable that tells each function apart from the stacks' other functions: the trigger's names the
 # settings file in its bundle; the registrar's lists the metrics it registers; the watchdog's allows a silence.

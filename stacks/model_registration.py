@@ -16,11 +16,11 @@ from constructs import Construct
 from stacks.buckets import MODEL_PREFIX
 from stacks.compliance import acknowledge_wildcards, skip_checkov
 from stacks.config import RegistrationThreshold
+from stacks.function_names import REGISTRAR_SERVICE_NAME as POWERTOOLS_SERVICE_NAME
 from stacks.inference_image import InferenceImage
 from stacks.notifications import training_job_state_pattern, tuning_job_state_pattern
 from stacks.project_function import add_project_function
 
-POWERTOOLS_SERVICE_NAME = "model-registration"
 REGISTERED_JOB_STATES = ("Completed",)
 # Where the registrar writes each job's quality report: beside the job's model.tar.gz, and nowhere else.
 QUALITY_REPORT_OBJECTS = f"{MODEL_PREFIX}*/output/model_quality.json"
