@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from stacks.config import ConfigError, PipelineConfig
-from stacks.sagemaker_sdk import sdk_image_uris
+from stacks.sagemaker_sdk import sdk_module
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ def serving_framework_version(framework_version: str, python_version: str) -> st
     serves it; the same Python keeps the code's syntax and the pinned wheels of code/requirements.txt valid. AWS
     ships fewer inference than training releases (the SDK knows training 2.8.0 but inference up to 2.6.0).
     """
-    versions = sdk_image_uris().config_for_framework("pytorch")["inference"]["versions"]
+    versions = sdk_module("image_uris").config_for_framework("pytorch")["inference"]["versions"]
     served = [version for version, entry in versions.items()
               if python_version in entry.get("py_versions", []) and Version(version) <= Version(framework_version)]
     if not served:
@@ -41,7 +41,7 @@ def resolve_inference_image(config: PipelineConfig) -> InferenceImage:
     """
     version = serving_framework_version(config.framework_version, config.python_version)
     try:
-        uri = sdk_image_uris().retrieve(framework="pytorch", region=config.region, version=version,
+        uri = sdk_module("image_uris").retrieve(framework="pytorch", region=config.region, version=version,
                                         py_version=config.python_version,
                                         instance_type=config.inference_instance_type, image_scope="inference")
     except ValueError as error:

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from stacks.config import ConfigError, PipelineConfig
-from stacks.sagemaker_sdk import sdk_image_uris
+from stacks.sagemaker_sdk import sdk_module
 
 _ECR_IMAGE_URI = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?/"
                             r"(?P<repository>[^:@]+)[:@].+$")
@@ -25,7 +25,7 @@ class DlcImage:
 def resolve_dlc_image(config: PipelineConfig) -> DlcImage:
     """The PyTorch training DLC for the configured region, framework, Python version and instance type."""
     try:
-        uri = sdk_image_uris().retrieve(framework="pytorch", region=config.region,
+        uri = sdk_module("image_uris").retrieve(framework="pytorch", region=config.region,
                                         version=config.framework_version, py_version=config.python_version,
                                         instance_type=config.instance_type, image_scope="training")
     except ValueError as error:
