@@ -31,7 +31,7 @@ def summary_fields(printed: str) -> dict[str, str]:
 
 def test_a_refused_run_shows_the_refusal_without_a_banner_and_leaves_nothing_behind(tmp_path):
     # Given a work dir holding an earlier run, and a shell without the Makefile's settings
-    earlier = tmp_path / "run-20260101-000000-earlier"
+    earlier = tmp_path / "run-20000101-000000-earlier"
     (earlier / "jobs" / "ranker-earlier-job").mkdir(parents=True)
     env = {name: value for name, value in os.environ.items() if not name.startswith("JSII_SILENCE_")}
 
@@ -79,7 +79,7 @@ def test_a_script_of_your_own_gets_a_summary_a_job_name_and_data_of_its_own(tmp_
 def test_a_tuning_demo_tags_each_trials_lines_and_unpacks_its_best_trial(tmp_path, capsys):
     # Given a work dir holding KEPT_RUNS earlier runs, each with its job's outputs
     for index in range(KEPT_RUNS):
-        (tmp_path / f"run-20260101-00000{index}-earlier" / "jobs" / f"earlier-job-{index}").mkdir(parents=True)
+        (tmp_path / f"run-20000101-00000{index}-earlier" / "jobs" / f"earlier-job-{index}").mkdir(parents=True)
         (tmp_path / "outputs" / f"earlier-job-{index}").mkdir(parents=True)
     small_model = [argument for name, value in SMALL_MODEL.items() for argument in ("--hyperparameter",
                                                                                      f"{name}={value}")]
@@ -107,5 +107,5 @@ def test_a_tuning_demo_tags_each_trials_lines_and_unpacks_its_best_trial(tmp_pat
     assert all(plot.parent == outputs.resolve() and plot.is_file() for plot in plots)
     # And the work dir keeps the newest KEPT_RUNS runs: the oldest earlier run and its outputs are gone
     runs = sorted(path.name for path in tmp_path.glob("run-*"))
-    assert len(runs) == KEPT_RUNS and runs[0] == "run-20260101-000001-earlier"
+    assert len(runs) == KEPT_RUNS and runs[0] == "run-20000101-000001-earlier"
     assert not (tmp_path / "outputs" / "earlier-job-0").exists() and (tmp_path / "outputs" / "earlier-job-1").exists()
