@@ -14,7 +14,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from stacks.job_watchdog import TRAINING_LOG_GROUP
+from stacks.function_names import TRAINING_LOG_GROUP
 
 FLUSH_SECONDS = 1.0
 EVENTS_PER_CALL = 10_000  # PutLogEvents' largest batch

@@ -67,8 +67,8 @@ def synthesize(cache_dir: Path = SYNTH_CACHE, context: Mapping[str, str] | None 
 def _synthesize_into(assembly: Path, fingerprint: str, cache_dir: Path, context: Mapping[str, str]) -> Path:
     scratch = Path(tempfile.mkdtemp(prefix=f".{fingerprint}-", dir=cache_dir))
     cdk_json = json.loads((PROJECT_ROOT / "cdk.json").read_text())
-    env = {**os.environ, "CDK_OUTDIR": str(scratch), "CDK_CONTEXT_JSON": json.dumps({**cdk_json.get("context", {}), **context}),
-           "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "1"}
+    env = {**os.environ, **quiet_node_environment(), "CDK_OUTDIR": str(scratch),
+           "CDK_CONTEXT_JSON": json.dumps({**cdk_json.get("context", {}), **context})}
     completed = subprocess.run(shlex.split(cdk_json["app"]), cwd=PROJECT_ROOT, env=env, capture_output=True,
                                text=True)
     if completed.returncode != 0:
@@ -82,6 +82,20 @@ def _synthesize_into(assembly: Path, fingerprint: str, cache_dir: Path, context:
         shutil.rmtree(scratch, ignore_errors=True)
     _remove_stale_assemblies(cache_dir, keep=assembly)
     return assembly
+
+
+def quiet_node_environment() -> dict[str, str]:
+    """What keeps jsii's Node end-of-life banner out of a synthesis's output: jsii prints it on every start under a
+    Node release it no longer supports unless JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION lists that release's major
+    version (`1` does not silence it; jsii's checkNode in jsii/_embedded/jsii/bin__jsii-runtime.js). The Makefile sets
+    the same from the same node."""
+    node = os.environ.get("JSII_NODE", "node")  # the node jsii starts (jsii/_kernel/providers/process.py)
+    try:
+        major = subprocess.run([node, "-p", "process.versions.node.split('.')[0]"], capture_output=True, text=True,
+                               check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return {}  # no node to run: the synthesis itself says so
+    return {"JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": major}
 
 
 def _remove_stale_assemblies(cache_dir: Path, keep: Path) -> None:

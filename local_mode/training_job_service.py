@@ -4,6 +4,7 @@ of its own."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -11,7 +12,6 @@ from typing import Any, Protocol
 
 from local_mode.job_runner import RunnerSettings, run_job
 from local_mode.local_clients import LOCAL_REGION, local_client
-from local_mode.process_group import LogSink
 from local_mode.request_validation import validate_request
 from local_mode.service_errors import ServiceError, validation_error
 from local_mode.training_job import TrainingJob
@@ -23,7 +23,10 @@ _LIST_SORT_KEYS: dict[str, Callable[[TrainingJob], Any]] = {
 }
 
 
-def _ignore_log_line(host: str, line: str) -> None:
+JobLogSink = Callable[[str, str, str], None]  # (job name, host, line)
+
+
+def ignore_log_line(job_name: str, host: str, line: str) -> None:
     """The default log sink: each host's log file already holds every line."""
 
 
@@ -41,7 +44,7 @@ def dispatch(handlers: dict[str, Handler], operation: str, params: dict[str, Any
 
 class TrainingJobService:
     def __init__(self, *, s3_endpoint_url: str, account_id: str, settings: RunnerSettings,
-                 on_log_line: LogSink = _ignore_log_line, logs_endpoint_url: str | None = None) -> None:
+                 on_log_line: JobLogSink = ignore_log_line, logs_endpoint_url: str | None = None) -> None:
         """`logs_endpoint_url`: a CloudWatch Logs endpoint (moto's server) that receives each host's log stream, as
         SageMaker's /aws/sagemaker/TrainingJobs does; without it the hosts' training.log files hold the logs alone."""
         self._s3_endpoint_url = s3_endpoint_url
@@ -75,7 +78,7 @@ class TrainingJobService:
         s3 = local_client("s3", self._s3_endpoint_url)
         logs = local_client("logs", self._logs_endpoint_url) if self._logs_endpoint_url else None
         threading.Thread(target=run_job, kwargs={"job": job, "s3": s3, "logs": logs, "settings": self._settings,
-                                                 "on_log_line": self._on_log_line},
+                                                 "on_log_line": functools.partial(self._on_log_line, name)},
                          name=f"training-job-{name}", daemon=True).start()
         return {"TrainingJobArn": arn}
 

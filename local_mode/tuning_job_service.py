@@ -11,6 +11,7 @@ and when it ends, `on_state_change` receives its DescribeHyperParameterTuningJob
 
 from __future__ import annotations
 
+import re
 import threading
 import uuid
 from collections.abc import Callable
@@ -180,6 +181,16 @@ class TuningJobService:
 
 def _trial_name(tuning_job_name: str, index: int) -> str:
     return f"{tuning_job_name}-{index:03d}-{uuid.uuid4().hex[:8]}"
+
+
+_TRIAL_NAME_END = re.compile(r"-(?P<index>[0-9]{3})-[0-9a-f]{8}$")
+
+
+def trial_number(training_job_name: str) -> str | None:
+    """The 3-digit index in a trial's name (`<tuning job>-<index>-<8 hex>`, as _trial_name writes it); None for a
+    name of any other shape."""
+    match = _TRIAL_NAME_END.search(training_job_name)
+    return match["index"] if match else None
 
 
 def _single_definition(params: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sagemaker import fw_utils
 from sagemaker_distributed import container_profiles as profiles
 from training_trigger.planning import TrainingJobSpec
 from training_trigger.preflight import preflight_errors
@@ -21,6 +20,7 @@ from training_trigger.settings import Settings, settings_from
 
 from stacks.config import ConfigError
 from stacks.lambda_bundle import stage_lambda_bundle
+from stacks.sagemaker_sdk import sdk_module
 from stacks.training_image import resolve_dlc_image
 from stacks.trigger_environment import trigger_environment, trigger_static_settings
 
@@ -33,6 +33,7 @@ from .synthesis import (
     trigger_function,
 )
 
+fw_utils = sdk_module("fw_utils")
 SDK_IMAGE_TABLE = Path(fw_utils.__file__).parent / "image_uri_config" / "pytorch.json"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import tarfile
 import time
 from pathlib import Path
@@ -26,6 +27,7 @@ from local_mode.local_clients import local_client
 from local_mode.model_endpoint import EndpointError, LocalModelEndpoint
 from local_mode.pipeline import LocalPipeline
 from local_mode.s3_transfer import list_keys, split_s3_uri
+from local_mode.synthesized_app import PROJECT_ROOT
 from local_mode.trigger_invocation import invoke_trigger
 from stacks.config import RegistrationThreshold
 from stacks.inference_image import InferenceImage
@@ -273,6 +275,23 @@ def test_a_model_below_the_threshold_is_not_registered_and_the_notification_says
     assert envelope["Subject"] == f"Model not registered: {completed_job.job_name}"
     reason = json.loads(envelope["Message"])["reason"]
     assert f"val_ndcg@10={written['val_ndcg@10']:.4f} is below the registration threshold {threshold.minimum}" in reason
+
+
+def test_the_summary_ends_with_a_scoring_command_that_runs_as_printed_from_the_repository_root(
+        completed_job, letor_data, monkeypatch):
+    # Given the completed demo job's summary, printed where `make demo` prints it: at the repository root
+    monkeypatch.chdir(PROJECT_ROOT)
+    [command] = [line.removeprefix("next:").strip() for line in render_summary(completed_job).splitlines()
+                 if line.startswith("next:")]
+    # When a shell at the repository root runs it as printed
+    scored = subprocess.run(command, shell=True, executable="/bin/bash", cwd=PROJECT_ROOT, capture_output=True,
+                            text=True, timeout=300)
+    # Then it scores every row of the data the job trained on with the job's model, into scores.tsv beside it
+    assert scored.returncode == 0, scored.stderr[-3000:]
+    rows = len((letor_data / "rank.train").read_text().splitlines())
+    assert f"scored {rows} rows of 1 file(s) into " in scored.stdout and "ndcg@10=" in scored.stdout
+    written = (completed_job.model_dir.parent / "scores.tsv").read_text().splitlines()
+    assert len(written) == rows + 1  # a header and a line per row
 
 
 def test_the_summary_says_where_the_model_is_and_which_split_its_ndcg_is_from(completed_job):

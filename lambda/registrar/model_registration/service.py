@@ -11,7 +11,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent
 
 from model_registration.observability import count, logger
-from model_registration.registration import Refusal, plan_registration
+from model_registration.registration import SERVING_HANDLER_MEMBER, Refusal, plan_registration, unservable_reason
 from model_registration.registry import Registry
 from model_registration.settings import Settings, load_settings
 from model_registration.tuning import TuningOutcome, tuning_outcome
@@ -72,6 +72,9 @@ def _register(job_name: str, description: Mapping[str, Any], settings: Settings,
                              tuning)
     if isinstance(plan, Refusal):
         return _refuse(job_name, plan.reason, settings, registry, tuning)
+    # A package of a model without its handler would be registered, approved and then fail to deploy.
+    if not registry.archive_holds(plan.artifact, SERVING_HANDLER_MEMBER):
+        return _refuse(job_name, unservable_reason(plan.artifact), settings, registry, tuning)
     registry.ensure_model_package_group(plan.group_name, plan.group_description)
     registry.put_json(plan.quality_report_uri, plan.quality_report)
     package_arn = registry.create_model_package(plan.package_request)
