@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from ranker.training.plots import curves, plot_curves, start_plotting
 
@@ -44,15 +46,15 @@ def test_a_child_process_draws_the_same_figures_while_the_caller_goes_on(tmp_pat
     # When the figures are drawn in a child process, and waited for
     plotting = start_plotting(HISTORY, tmp_path, FINAL)
     plotting.wait()
-    # Then both files are there, as plot_curves writes them
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["loss.png", "ndcg.png"]
+    # Then both files are there, as plot_curves writes them, beside what they were drawn from
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["history.json", "loss.png", "ndcg.png"]
     assert all((tmp_path / name).read_bytes().startswith(b"\x89PNG") for name in ("loss.png", "ndcg.png"))
+    assert json.loads((tmp_path / "history.json").read_text()) == {"history": HISTORY, "final_metrics": FINAL}
 
 
 def test_a_child_that_fails_says_so(tmp_path):
-    # Given a folder the child cannot create (a file is in the way)
-    blocked = tmp_path / "file"
-    blocked.write_text("")
+    # Given a figure the child cannot write (a folder is in its place)
+    (tmp_path / "loss.png").mkdir()
     # Then waiting for it raises, naming what failed
     with pytest.raises(RuntimeError, match="drawing the loss and NDCG curves failed"):
-        start_plotting(HISTORY, blocked / "plots", FINAL).wait()
+        start_plotting(HISTORY, tmp_path, FINAL).wait()

@@ -1,9 +1,10 @@
 """Loss and NDCG curves as PNG files, for the job's output data.
 
 A job draws them in a child process (`start_plotting`) while it writes its model: importing matplotlib and
-rendering take about as long as the exports, and neither needs the other.
+rendering take about as long as the exports, and neither needs the other. What they are drawn from stays beside them
+in `history.json`: every metric line of the run and the final metrics (metrics.json's, with the exported step).
 
-    python -m ranker.training.plots FOLDER < {"history": [...], "final_metrics": {...}}
+    python -m ranker.training.plots FOLDER    # draws FOLDER/history.json into FOLDER
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 Curve = tuple[str, list[float], list[float]]
 FIGURES = (("loss.png", ("train_loss", "val_loss"), "loss"), ("ndcg.png", ("val_ndcg@",), "NDCG"))
+HISTORY_FILE = "history.json"
 _CUTOFF = re.compile(r"^(.*@)(\d+)$")
 
 
@@ -64,18 +66,16 @@ class Plotting:
 
 def start_plotting(history: list[dict[str, float]], folder: Path,
                    final_metrics: dict[str, float] | None = None) -> Plotting:
-    """`plot_curves` in a child process of its own interpreter (this module and matplotlib only: nothing of the
-    training process is imported again), started now and running alongside the caller."""
+    """Writes `folder/history.json`, then `plot_curves` of it in a child process of its own interpreter (this module
+    and matplotlib only: nothing of the training process is imported again), running alongside the caller."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / HISTORY_FILE).write_text(json.dumps({"history": history, "final_metrics": final_metrics}))
     package_root = str(Path(__file__).resolve().parents[2])  # the folder holding `ranker`
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root,
                                                                              os.environ.get("PYTHONPATH")]))}
-    # Its errors go to this job's log; it reads the curves before importing anything slow, so the write below
-    # cannot block for long.
-    process = subprocess.Popen([sys.executable, "-m", __name__, str(folder)], stdin=subprocess.PIPE, text=True,
-                               env=environment)
-    process.stdin.write(json.dumps({"history": history, "final_metrics": final_metrics}))
-    process.stdin.close()
-    return Plotting(process)
+    # Its errors go to this job's log.
+    return Plotting(subprocess.Popen([sys.executable, "-m", __name__, str(folder)], env=environment))
 
 
 def curves(history: list[dict[str, float]], prefixes: tuple[str, ...],
@@ -100,5 +100,5 @@ def _legend_order(name: str) -> tuple[str, int]:
 
 
 if __name__ == "__main__":
-    curves_data = json.load(sys.stdin)
+    curves_data = json.loads((Path(sys.argv[1]) / HISTORY_FILE).read_text())
     plot_curves(curves_data["history"], Path(sys.argv[1]), curves_data["final_metrics"])
