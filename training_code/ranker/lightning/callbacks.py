@@ -21,9 +21,9 @@ from ranker.training.meter import TrainingMeter
 class MetricLines(L.Callback):
     """Every `log_every` steps, one `name=value` line (ranker.log_format) on rank 0 with the mean training loss over
     those steps on all ranks, documents per second (both also sent to the loggers; LearningRateMonitor sends the
-    learning rate) and the learning rate; at the end of each epoch but the last, the validation metrics the module
-    logged. Each line's `epoch` counts the epochs completed, as train_ddp.py's lines do. `history` keeps every line
-    for the plots, and travels in checkpoints."""
+    learning rate) and the learning rate; at the end of each epoch, the validation metrics the module logged. Each
+    line's `epoch` counts the epochs completed, as train_ddp.py's lines do. `history` keeps every line for the plots,
+    and travels in checkpoints."""
 
     def __init__(self, log_every: int):
         self.log_every = log_every
@@ -54,9 +54,8 @@ class MetricLines(L.Callback):
         self.add_line(trainer, pl_module, {**window, "learning_rate": learning_rate})
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        # After the last epoch the entry point reports the final metrics in one line instead.
-        if (trainer.sanity_checking or trainer.state.fn != TrainerFn.FITTING
-                or trainer.global_step >= self.total_steps):
+        # The exported weights' validation after `fit` is the entry point's final line, not an epoch's.
+        if trainer.sanity_checking or trainer.state.fn != TrainerFn.FITTING:
             return
         self.add_line(trainer, pl_module, {name: float(value) for name, value in trainer.callback_metrics.items()
                                            if name.startswith("val_")})

@@ -24,8 +24,8 @@ _CUTOFF = re.compile(r"^(.*@)(\d+)$")
 
 def plot_curves(history: list[dict[str, float]], folder: Path,
                 final_metrics: dict[str, float] | None = None) -> list[Path]:
-    """`loss.png` (train and validation loss) and `ndcg.png` (validation NDCG@k) against the step, the final
-    evaluation (`metrics.json`'s values) included as the last point."""
+    """`loss.png` (train and validation loss) and `ndcg.png` (validation NDCG@k) against the step, over the whole
+    run, with the step whose weights were exported (`final_metrics`, metrics.json's) marked."""
     # Imported here, once the run has trained: matplotlib takes longer to import than the rest of the entry point
     # beside torch (docs/benchmarks.md, CPU data path), and a job that fails earlier needs none of it.
     import matplotlib
@@ -41,6 +41,9 @@ def plot_curves(history: list[dict[str, float]], folder: Path,
         plotted = curves(history, prefixes, final_metrics)
         for name, steps, values in plotted:
             axes.plot(steps, values, label=name, marker="." if len(steps) < 50 else None)
+        mark = exported_mark(final_metrics)
+        if mark is not None:
+            axes.axvline(mark[0], color="gray", linestyle=":", label=mark[1])
         axes.set_xlabel("step")
         axes.set_ylabel(ylabel)
         if plotted:
@@ -81,17 +84,30 @@ def start_plotting(history: list[dict[str, float]], folder: Path,
 def curves(history: list[dict[str, float]], prefixes: tuple[str, ...],
            final_metrics: dict[str, float] | None = None) -> list[Curve]:
     """`(name, steps, values)` of each metric starting with one of `prefixes`, in legend order (`@k` cutoffs in
-    numeric order: 1, 3, 5, 10). The final metrics are measured after the last step, which no history line holds
-    for the validation metrics: they become that step's point."""
+    numeric order: 1, 3, 5, 10), from every line the run logged. The exported weights' validation metrics
+    (`final_metrics`) are a point of their own only at a step no line validated (train_lightning.py stopped by
+    --max-steps before its first validation): elsewhere the run's line at that step holds them."""
     rows = list(history)
-    if final_metrics and rows:
-        rows.append({**final_metrics, "step": max(row["step"] for row in rows)})
+    if final_metrics and "exported_step" in final_metrics:
+        rows.append({"step": final_metrics["exported_step"],
+                     **{name: value for name, value in final_metrics.items() if name.startswith("val_")}})
     names = sorted({name for row in rows for name in row if name.startswith(prefixes)}, key=_legend_order)
     plotted = []
     for name in names:
-        points = {row["step"]: row[name] for row in rows if name in row}  # a step measured twice keeps the later
-        plotted.append((name, list(points), list(points.values())))
+        points: dict[float, float] = {}
+        for row in rows:
+            if name in row:
+                points.setdefault(row["step"], row[name])
+        steps = sorted(points)
+        plotted.append((name, steps, [points[step] for step in steps]))
     return plotted
+
+
+def exported_mark(final_metrics: dict[str, float] | None) -> tuple[float, str] | None:
+    """Where the plots mark the exported weights, and the mark's label: the step and epoch metrics.json names."""
+    if not final_metrics or "exported_step" not in final_metrics:
+        return None
+    return final_metrics["exported_step"], f"exported: epoch {int(final_metrics['exported_epoch'])}"
 
 
 def _legend_order(name: str) -> tuple[str, int]:
