@@ -26,6 +26,7 @@ describes checkpoints, resuming and SIGTERM.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -46,7 +47,7 @@ from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMon
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
 from lightning.pytorch.strategies import Strategy
 from ranker.config import RunConfig, parse_config
-from ranker.lightning.callbacks import MetricLines, RandomStatePerRank
+from ranker.lightning.callbacks import MetricLines, ModelSizeLine, RandomStatePerRank
 from ranker.lightning.datamodule import RankingDataModule
 from ranker.lightning.module import RankingModule
 from ranker.lightning.strategy import FusedDataParallelStrategy
@@ -55,9 +56,10 @@ from ranker.training import engine, timeline
 from ranker.training.selection import (SELECTION_METRIC, early_stopping_note, exported_metrics_line,
                                       exported_weights_note)
 from ranker.training.session import (agree_on_splits, entry_point_run, load_splits, model_config_for,
-                                     write_artifacts)
+                                     plan_training, write_artifacts)
 from sagemaker_distributed import Topology
 from sagemaker_distributed.lightning import SageMakerEnvironment, SpotInterruptionCheckpoint, quiet_lightning_console
+from sagemaker_distributed.lightning.console import LIGHTNING_INFO_LOGGER
 
 
 def build_strategy(config: RunConfig, topology: Topology) -> Strategy | str:
@@ -102,7 +104,7 @@ def build_callbacks(config: RunConfig, metric_lines: MetricLines, best: ModelChe
     last = Path(folder) / f"{ModelCheckpoint.CHECKPOINT_NAME_LAST}{ModelCheckpoint.FILE_EXTENSION}"
     # LearningRateMonitor reads the optimizer's rate, a Python number, on logging steps only: no device read.
     callbacks = [periodic, best, SpotInterruptionCheckpoint(last, config.train.log_every), RandomStatePerRank(),
-                 metric_lines, LearningRateMonitor(logging_interval="step")]
+                 metric_lines, LearningRateMonitor(logging_interval="step"), ModelSizeLine()]
     if config.train.early_stopping:
         # Counted after each validation, not at each training epoch's end: a run that --max-steps ends mid-epoch
         # reaches an epoch end that no validation preceded.
@@ -136,7 +138,11 @@ def has_checkpoint(folder: Path) -> bool:
 
 def train(config: RunConfig) -> None:
     quiet_lightning_console()
+    # Lightning's status lines (the GPU and TPU census, checkpoints restored, why `fit` stopped) say less than the
+    # run's own: its training path, `resumed from`, early stopping, `exporting the weights of`. Its warnings still show.
+    logging.getLogger(LIGHTNING_INFO_LOGGER).setLevel(logging.WARNING)
     topology = distributed.detect_topology()
+    plan_training(config, topology)
     timeline.mark("imported", topology.is_main)
     seed_everything(config.train.seed, topology.rank)  # each rank its own dropout masks; DDP starts from rank 0's weights
     # Read before CUDA is initialised, as the native loop does (ranker.training.session.start_session).
