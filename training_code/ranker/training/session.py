@@ -129,7 +129,7 @@ def entry_point_run() -> Iterator[None]:
     # not walk it again.
     collector.freeze_imports()
     try:
-        with failure_reported(usage_errors=(ConfigError,)):
+        with failure_reported(usage_errors=(ConfigError, ranking_data.DataError)):
             try:
                 yield
             finally:
