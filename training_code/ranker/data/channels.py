@@ -53,7 +53,7 @@ def load_channel(path: Path, num_features: int | None = None, local_ranks: int =
     files = letor_files(path)
     if not files:
         raise DataError(f"channel {path}: no LETOR text files or binary shards found; point the channel at a folder "
-                         "holding rank.train (+ rank.train.query) or the output of ranker.data.convert")
+                        "holding rank.train (+ rank.train.query) or the output of ranker.data.convert")
     # A parse started ahead (`parse_ahead`) counts from its start.
     started = min([started, *filter(None, map(letor_processes.parsing_since, files))])
     loaded = host_cache.load_once(files, num_features, lambda: _read_letor_files(files, num_features)) \
@@ -126,7 +126,7 @@ def read_letor_file(path: Path, num_features: int | None = None) -> RankingData:
     if grouping is None:
         group_file = path.with_name(path.name + ".query")
         raise DataError(f"{path}: no qid column and no group file {group_file.name}; add `qid:` to each row "
-                         f"or write {group_file} with one query size per line")
+                        f"or write {group_file} with one query size per line")
     order, offsets = grouping
     labels = rows.labels.astype(np.float32)
     if order is None:  # rows already in query order: no copy of the features
@@ -185,7 +185,7 @@ def _parse_with_scikit_learn(path: Path, num_features: int | None) -> letor_pars
         raise DataError(f"{path}:{bad[0]}: not a LETOR row: {bad[1]}; {_ROW_FORMAT}") from error
     if 0 < qids.size < features.shape[0]:
         raise DataError(f"{path}: {qids.size} of {features.shape[0]} rows have a qid: column; give every row "
-                         "one, or none and a group file")
+                        "one, or none and a group file")
     if qids.size == 0:
         qids = None
     dense = features.toarray()
@@ -193,7 +193,7 @@ def _parse_with_scikit_learn(path: Path, num_features: int | None) -> letor_pars
     if bad_rows.size:
         _refuse_cut_off_last_row(path)  # a cut-off file is the likelier cause: say that first
         raise DataError(f"{path}:{_line_of_row(path, int(bad_rows[0]))}: NaN or infinite value; "
-                         "fix or drop that row")
+                        "fix or drop that row")
     return letor_parser.ParsedRows(dense, labels, qids)
 
 
@@ -214,7 +214,7 @@ def _refuse_cut_off_last_row(path: Path) -> None:
         return  # a final comment or blank line: no row was cut
     number = content.count(b"\n") + 1
     raise DataError(f"{path}:{number}: the last row has no newline, so the file looks cut short (an interrupted "
-                     "upload or copy); upload the complete file again, or end the row with a newline if it is whole")
+                    "upload or copy); upload the complete file again, or end the row with a newline if it is whole")
 
 
 def _groups_from_qids(qids: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
@@ -240,7 +240,7 @@ def _groups_from_file(group_file: Path, num_rows: int) -> np.ndarray:
             sizes.append(int(line))
     if sum(sizes) != num_rows:
         raise DataError(f"{group_file}: query sizes add up to {sum(sizes)} rows but the data file has {num_rows}; "
-                         "the group file must list every query of its data file, in order")
+                        "the group file must list every query of its data file, in order")
     return np.concatenate([[0], np.cumsum(sizes)])
 
 
