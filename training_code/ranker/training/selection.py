@@ -25,8 +25,9 @@ def exported_weights_note(step: int, epoch: int) -> str:
 
 def early_stopping_note(stopped_epoch: int, best_epoch: int, best_score: float, patience: int) -> str:
     """The log line that says early stopping ended the run, where, and which epoch's weights the run exports."""
+    validations = "validation" if patience == 1 else "validations"
     return (f"early stopping after epoch {stopped_epoch}: no better {SELECTION_METRIC} than epoch {best_epoch}'s "
-            f"{best_score:.6g} in {patience} validations; the model exported is epoch {best_epoch}'s")
+            f"{best_score:.6g} in {patience} {validations}; the model exported is epoch {best_epoch}'s")
 
 
 def exported_metrics_line(final_metrics: Mapping[str, float]) -> str:
