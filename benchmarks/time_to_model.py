@@ -140,9 +140,8 @@ def project_events(lines: list[tuple[float, str]]) -> tuple[dict[str, float], fl
 
 def validation_curve(lines: list[tuple[float, str]]) -> list[tuple[float, float]]:
     """(arrival, val_ndcg@10) of every validation line: the entry points' per-epoch lines and the LightGBM baseline's
-    per-round lines. An entry point validates its last epoch without a line of its own; its final line scores the
-    exported weights, so it adds a point (at its own, later arrival) only where it beats every logged epoch: then the
-    last epoch's weights are the exported ones."""
+    per-round lines. An entry point's final line scores the exported weights, one of its epochs' (each has a line of
+    its own), so like any line that carries the test metrics it adds a point only where it beats every logged one."""
     curve: list[tuple[float, float]] = []
     for at, text in lines:
         metrics = parse_metrics(text)

@@ -23,7 +23,7 @@ class CheckpointSync:
         """Copy the checkpoints already in S3 into every host folder; returns how many objects each host got."""
         count = 0
         for folder in self._folders:
-            count = download_prefix(self._s3, self._uri, folder)
+            count = len(download_prefix(self._s3, self._uri, folder))
             self._uploaded.update({path: _fingerprint(path) for path in folder.rglob("*") if path.is_file()})
         return count
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from local_mode.artifacts import tar_folder_contents, unpack_archive
+from local_mode.channel_sources import ChannelSources
 from local_mode.checkpoint_sync import CheckpointSync
 from local_mode.container_environment import (
     decode_hyperparameters,
@@ -84,7 +85,8 @@ def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_
 
     job.advance("Downloading")
     framework, user = split_hyperparameters(decode_hyperparameters(request.get("HyperParameters", {})))
-    environments = {host: _prepare_host(request, s3, folders[host], host, hosts, framework)
+    sources = ChannelSources()
+    environments = {host: _prepare_host(request, s3, folders[host], host, hosts, framework, sources)
                     for host in hosts}
     checkpoints = None
     if "CheckpointConfig" in request:
@@ -101,6 +103,7 @@ def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_
     streams = HostLogStreams(logs, job.name) if logs is not None else None
 
     def on_line(host: str, line: str) -> None:
+        line = sources.named(line)  # a channel file by its S3 object, not by the host folder's copy
         log_tails[host].append(line)
         log_files[host].write(line + "\n")
         if streams:
@@ -145,7 +148,7 @@ def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_
 
     if ended.failed_host:
         job.finish("Failed", failure_reason=_algorithm_error(ended.code, folders[ended.failed_host],
-                                                             list(log_tails[ended.failed_host])))
+                                                             list(log_tails[ended.failed_host]), sources))
         return
     if ended.reason == "exit":
         job.advance("Uploading")
@@ -157,9 +160,10 @@ def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_
 
 
 def _prepare_host(request: dict[str, Any], s3: Any, folder: HostFolder, host: str, hosts: list[str],
-                  framework: dict[str, Any]) -> dict[str, str]:
-    """Write the config, stage channels and code into `folder`; returns the host's process environment: the job's
-    `Environment`, under what the toolkit sets (SM_*, ...), as in the container."""
+                  framework: dict[str, Any], sources: ChannelSources) -> dict[str, str]:
+    """Write the config, stage channels (noting in `sources` where each file came from) and code into `folder`;
+    returns the host's process environment: the job's `Environment`, under what the toolkit sets (SM_*, ...), as in
+    the container."""
     instance_type = request["ResourceConfig"]["InstanceType"]
     channels = request.get("InputDataConfig", [])
     input_data = input_data_config(channels, request["AlgorithmSpecification"].get("TrainingInputMode", "File"))
@@ -167,7 +171,7 @@ def _prepare_host(request: dict[str, Any], s3: Any, folder: HostFolder, host: st
     folder.write_config(hyperparameters=request.get("HyperParameters", {}), resource_config=resource,
                         input_data_config=input_data)
     for channel in channels:
-        _stage_channel(s3, channel, folder, shard=(hosts.index(host), len(hosts)))
+        _stage_channel(s3, channel, folder, shard=(hosts.index(host), len(hosts)), sources=sources)
     _stage_code(s3, framework, folder)
     environment = training_environment(folder, job_name=request["TrainingJobName"], current_host=host, hosts=hosts,
                                        instance_type=instance_type, resource=resource, input_data=input_data,
@@ -175,16 +179,18 @@ def _prepare_host(request: dict[str, Any], s3: Any, folder: HostFolder, host: st
     return {**request.get("Environment", {}), **environment}
 
 
-def _stage_channel(s3: Any, channel: dict[str, Any], folder: HostFolder, shard: tuple[int, int]) -> None:
+def _stage_channel(s3: Any, channel: dict[str, Any], folder: HostFolder, shard: tuple[int, int],
+                   sources: ChannelSources) -> None:
     """File mode for every channel (FastFile and Pipe stream in the cloud; locally a copy behaves the same)."""
     source = channel["DataSource"].get("S3DataSource")
     if source is None or source.get("S3DataType", "S3Prefix") != "S3Prefix":
         raise ClientError(f"channel {channel['ChannelName']!r}: local mode reads S3DataSource with S3DataType "
                           f"S3Prefix only; got {channel['DataSource']}")
     sharded = source.get("S3DataDistributionType") == "ShardedByS3Key"
-    count = download_prefix(s3, source["S3Uri"], folder.channel_dir(channel["ChannelName"]),
-                            shard if sharded else (0, 1))
-    if count == 0 and shard[0] == 0:
+    channel_dir = folder.channel_dir(channel["ChannelName"])
+    copies = download_prefix(s3, source["S3Uri"], channel_dir, shard if sharded else (0, 1))
+    sources.add(channel_dir, source["S3Uri"], copies)
+    if not copies and shard[0] == 0:
         raise ClientError(f"No S3 objects found under S3 URL \"{source['S3Uri']}\" given in input data source. "
                           "Please ensure that the bucket exists in the selected region (us-east-1), that objects "
                           "exist under that S3 prefix, and that the role has s3:ListBucket on it.")
@@ -236,12 +242,13 @@ def _sync_until(checkpoints: CheckpointSync | None, done: threading.Event, setti
         checkpoints.push()
 
 
-def _algorithm_error(exit_code: int, folder: HostFolder, log_tail: list[str]) -> str:
+def _algorithm_error(exit_code: int, folder: HostFolder, log_tail: list[str], sources: ChannelSources) -> str:
     """The failed host's own /opt/ml/output/failure when it wrote one, else the last error lines its processes
-    logged; under torchrun, followed by the root cause torchrun reported (the failed rank, its exit code or signal)."""
+    logged; under torchrun, followed by the root cause torchrun reported (the failed rank, its exit code or signal).
+    A channel file is named by its S3 object."""
     torchrun = root_cause(log_tail)
     if folder.failure_file.is_file():
-        message = folder.failure_file.read_text().strip()
+        message = sources.named(folder.failure_file.read_text().strip())
     else:
         # torchrun's report is its own traceback and table, not the workers' errors: those come before it.
         worker_lines = log_tail[:torchrun.report_start] if torchrun else log_tail

@@ -29,8 +29,9 @@ def list_keys(s3: Any, uri: str) -> list[str]:
     return sorted(keys)
 
 
-def download_prefix(s3: Any, uri: str, destination: Path, shard: tuple[int, int] = (0, 1)) -> int:
-    """Copy the objects under `uri` into `destination` keeping their paths below the prefix; returns the count.
+def download_prefix(s3: Any, uri: str, destination: Path, shard: tuple[int, int] = (0, 1)) -> dict[Path, str]:
+    """Copy the objects under `uri` into `destination` keeping their paths below the prefix; returns each file
+    written and the URI of the object it is a copy of.
 
     `shard=(i, n)` is host i's share of n under ShardedByS3Key. SageMaker documents only that each of n instances
     gets about 1/n of the objects (API_S3DataSource, S3DataDistributionType), not which ones: local mode deals the
@@ -40,12 +41,14 @@ def download_prefix(s3: Any, uri: str, destination: Path, shard: tuple[int, int]
     bucket, prefix = split_s3_uri(uri)
     index, count = shard
     keys = [key for key in list_keys(s3, uri) if not key.endswith("/")][index::count]
+    copies = {}
     for key in keys:
         relative = key[len(prefix):].lstrip("/") or Path(key).name
         target = destination / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         s3.download_file(bucket, key, str(target))
-    return len(keys)
+        copies[target] = f"s3://{bucket}/{key}"
+    return copies
 
 
 def upload_file(s3: Any, path: Path, uri: str) -> None:

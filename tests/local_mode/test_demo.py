@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import tarfile
 import time
@@ -167,20 +168,32 @@ def wait_for_first_metric(pipeline: LocalPipeline, job_name: str, timeout: float
     raise AssertionError(f"{job_name} reported no metric within {timeout} s")
 
 
-def test_a_failing_training_script_fails_the_job_and_the_demo_exits_non_zero(tmp_path, capsys):
-    # Given a dataset whose training file is corrupt at line 2
+def test_a_malformed_data_line_fails_the_job_with_the_users_file_and_token_before_torchruns_report(tmp_path, capsys):
+    # Given a dataset whose training file's line 2 is not a LETOR row
     data = tmp_path / "corrupt"
     data.mkdir()
-    (data / "rank.train").write_text("2 qid:1 1:0.5 2:0.1\n1 qid:1 1:oops 2:0.3\n")
+    (data / "rank.train").write_text("2 qid:1 1:0.5 2:0.1\n5;0.2244\n1 qid:1 1:0.4 2:0.3\n")
 
-    # When the demo runs on it
-    exit_code = main(["--data", str(data), "--distribution", "none", "--epochs", "1", "--work-dir", str(tmp_path)])
+    # When the demo runs on it, with its defaults (one host, one process under torchrun)
+    exit_code = main(["--data", str(data), "--epochs", "1", "--work-dir", str(tmp_path)])
 
-    # Then the job failed with the script's reason naming the file, and the demo exits non-zero
-    summary = capsys.readouterr().out
+    # Then the job failed and the demo exits non-zero
+    captured = capsys.readouterr()
+    output = (captured.out + captured.err).splitlines()
     assert exit_code != 0
-    assert "status:    Failed" in summary
-    assert "reason:    AlgorithmError" in summary and "rank.train" in summary
+    assert "status:    Failed" in output
+    # And the reason names the uploaded S3 object (not the job's copy of it), the line and the offending token in the
+    # file format's words, not Python's
+    said = re.compile(r"s3://\S+/train/rank\.train:2: not a LETOR row: the label '5;0\.2244' is not a number")
+    reason = next(index for index, line in enumerate(output) if line.startswith("reason:"))
+    assert said.search("\n".join(output[reason:reason + 4])), output[reason:]
+    assert not [line for line in output if "/input/data/train" in line or "convert string" in line
+                or "unpack" in line]
+    # And in the job's log it comes first: before any traceback, torchrun's ChildFailedError report among them
+    error = next(index for index, line in enumerate(output) if said.search(line))
+    first_traceback = next(index for index, line in enumerate(output) if "Traceback" in line)
+    assert error < first_traceback < reason
+    assert any("ChildFailedError" in line for line in output[first_traceback:reason])
 
 
 def test_a_completed_job_leaves_a_registered_package_whose_metrics_match_metrics_json(completed_job, demo_pipeline):
