@@ -21,7 +21,7 @@ install_pins = $(1)/bin/uv $(UV_INSTALL) --python $(1)/bin/python -r $(2) -c $(3
 ARGS ?=
 
 # jsii prints a Node end-of-life banner on every start unless this lists the running Node's major version (`1` does not
-# silence it); local_mode.synthesized_app.quiet_node_environment sets the same for local mode's syntheses.
+# silence it); local_mode.aws.synthesized_app.quiet_node_environment sets the same for local mode's syntheses.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell $(or $(JSII_NODE),node) -p "process.versions.node.split('.')[0]" 2>/dev/null)
 export CDK_DISABLE_VERSION_CHECK := 1
 export PYTHONDONTWRITEBYTECODE := 1

@@ -1,11 +1,11 @@
 """How long a container profile's environment takes to build from empty caches: the image's packages installed by uv
-(shipped, `local_mode.container_envs`) against pip alone (the baseline: the same build with uv out of reach),
+(shipped, `local_mode.container.container_envs`) against pip alone (the baseline: the same build with uv out of reach),
 measured in the same call, the two installers alternating, and whether both end with the same packages.
 
     python -m benchmarks.container_env_build [FRAMEWORK_VERSION ...] [--repeats 1]
 
-Each build runs `local_mode.container_envs.container_env` in a process of its own whose XDG_CACHE_HOME is a new
-empty folder, so uv's, pip's and the environments' caches all start empty, as on a new machine or CI: every build
+Each build runs `local_mode.container.container_envs.container_env` in a process of its own whose XDG_CACHE_HOME is
+a new empty folder, so uv's, pip's and the environments' caches all start empty, as on a new machine or CI: every build
 fetches the CUDA torch wheel and its libraries (~2.5 GB) and unpacks ~5 GB. Needs the network, pyenv's Python of each
 profile and ~10 GB of free disk; the folder is removed after each build. Table on stdout; section
 `container-env-build` in docs/benchmarks.md.
@@ -25,13 +25,13 @@ from pathlib import Path
 
 from benchmarks.report import markdown_table, provenance, write_section
 from benchmarks.time_to_model import machine_description
-from local_mode.synthesized_app import PROJECT_ROOT
+from local_mode.aws.synthesized_app import PROJECT_ROOT
 from stacks.training_code_modules import training_code_module
 
 # Builds one profile's environment and prints its folder; "pip" makes uv unreachable, as on a machine without it.
 LAUNCHER = """
 import sys
-from local_mode import container_envs
+from local_mode.container import container_envs
 from stacks.training_code_modules import training_code_module
 version, installer = sys.argv[1], sys.argv[2]
 if installer == "pip":

@@ -2,7 +2,7 @@
 the torch of one environment and loaded by the torch of every other.
 
 Run: `.venv/bin/python -m benchmarks.export_portability`. The environments are the project's venv and the
-container-parity environments of the oldest and newest container profiles (local_mode.container_envs, built on
+container-parity environments of the oldest and newest container profiles (local_mode.container.container_envs, built on
 first use). Prints the table and records it in docs/benchmarks.md.
 """
 
@@ -62,7 +62,7 @@ def environments() -> dict[str, str]:
     """Label -> interpreter: the project's venv, then each parity profile's environment."""
     from sagemaker_distributed import container_profiles
 
-    from local_mode.container_envs import container_env
+    from local_mode.container.container_envs import container_env
 
     found = {}
     for python in [sys.executable] + [str(container_env(profile).python) for profile in

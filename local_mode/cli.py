@@ -9,11 +9,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from local_mode.container_envs import MissingInterpreter
+from local_mode.container.container_envs import MissingInterpreter
 from local_mode.demo import DemoOptions, DemoResult, TriggerRefused, profiles, run_demo
-from local_mode.synthesized_app import PROJECT_ROOT
+from local_mode.aws.synthesized_app import PROJECT_ROOT
 from local_mode.tuning_demo import TuningResult, section_range
-from local_mode.watchdog_schedule import WatchdogTiming
+from local_mode.aws.watchdog_schedule import WatchdogTiming
 
 ENTRY_POINTS = ("train_lightning.py", "train_ddp.py")
 # The tuning options, each the `tuning` section's key it sets.

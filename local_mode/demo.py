@@ -30,14 +30,14 @@ from typing import Any
 
 from tqdm import tqdm
 
-from local_mode.container_envs import container_env
+from local_mode.container.container_envs import container_env
 from local_mode.job_summary import DemoResult, summarize
 from local_mode.pipeline import LocalPipeline, wait_for_tuning_job
-from local_mode.synthesized_app import PROJECT_ROOT
-from local_mode.training_job_service import JobLogSink
+from local_mode.aws.synthesized_app import PROJECT_ROOT
+from local_mode.sagemaker_api.training_job_service import JobLogSink
 from local_mode.tuning_demo import TuningResult, summarize_tuning
-from local_mode.tuning_job_service import trial_number
-from local_mode.watchdog_schedule import WatchdogTiming
+from local_mode.sagemaker_api.tuning_job_service import trial_number
+from local_mode.aws.watchdog_schedule import WatchdogTiming
 from stacks.training_code_modules import training_code_module
 
 DATASET_NAME = "demo-letor"

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from local_mode.s3_transfer import split_s3_uri
+from local_mode.aws.s3_transfer import split_s3_uri
 
 
 @dataclass(frozen=True)

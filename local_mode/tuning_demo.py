@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from local_mode.job_summary import DemoResult
-from local_mode.tuning_search import emulation_notes
+from local_mode.sagemaker_api.tuning_search import emulation_notes
 
 SPEC_HELP = "write NAME=continuous:MIN:MAX[:log], NAME=integer:MIN:MAX[:log] or NAME=categorical:A,B,..."
 

@@ -12,7 +12,7 @@ from hypothesis import settings
 from moto import mock_aws
 from ranker.training import collector
 
-from local_mode.synthesized_app import quiet_node_environment
+from local_mode.aws.synthesized_app import quiet_node_environment
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CONTAINER_PARITY_DIR = PROJECT_ROOT / "tests" / "container_parity"

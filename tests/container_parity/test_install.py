@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 
-from local_mode.container_envs import IMAGE_EXTRAS, WATCHED_PACKAGES, installed_versions, main
-from local_mode.synthesized_app import PROJECT_ROOT
+from local_mode.container.container_envs import IMAGE_EXTRAS, WATCHED_PACKAGES, installed_versions, main
+from local_mode.aws.synthesized_app import PROJECT_ROOT
 
 TRAINING_CODE = PROJECT_ROOT / "training_code"
 IMPORT_EVERY_TRAINING_MODULE = """

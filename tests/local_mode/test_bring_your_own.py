@@ -27,10 +27,10 @@ from local_mode.demo import (
     demo_manifest,
     run_demo_job,
 )
-from local_mode.moto_endpoint import MotoEndpoint
+from local_mode.aws.moto_endpoint import MotoEndpoint
 from local_mode.pipeline import LocalPipeline
-from local_mode.s3_transfer import split_s3_uri
-from local_mode.synthesized_app import PROJECT_ROOT
+from local_mode.aws.s3_transfer import split_s3_uri
+from local_mode.aws.synthesized_app import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -7,8 +7,8 @@ import hashlib
 import pytest
 from aws_lambda_powertools.utilities.data_classes import S3EventBridgeNotificationEvent
 
-from local_mode.bucket_events import object_created_event
-from local_mode.local_clients import local_account_id
+from local_mode.aws.bucket_events import object_created_event
+from local_mode.aws.local_clients import local_account_id
 
 DATA_BUCKET = "local-mode-test-events"
 

@@ -23,13 +23,13 @@ from small_model import SMALL_MODEL
 
 from local_mode.cli import main, render_summary
 from local_mode.demo import DATASET_NAME, DemoOptions, DemoResult, demo_manifest, run_demo_job
-from local_mode.job_state_events import training_job_state_change_event
-from local_mode.local_clients import local_client
-from local_mode.model_endpoint import EndpointError, LocalModelEndpoint
+from local_mode.sagemaker_api.job_state_events import training_job_state_change_event
+from local_mode.aws.local_clients import local_client
+from local_mode.sagemaker_api.model_endpoint import EndpointError, LocalModelEndpoint
 from local_mode.pipeline import LocalPipeline
-from local_mode.s3_transfer import list_keys, split_s3_uri
-from local_mode.synthesized_app import PROJECT_ROOT
-from local_mode.trigger_invocation import invoke_trigger
+from local_mode.aws.s3_transfer import list_keys, split_s3_uri
+from local_mode.aws.synthesized_app import PROJECT_ROOT
+from local_mode.aws.trigger_invocation import invoke_trigger
 from stacks.config import RegistrationThreshold
 from stacks.inference_image import InferenceImage
 from stacks.model_registration import registrar_environment

@@ -15,7 +15,7 @@ from small_model import SMALL_MODEL
 
 from local_mode.cli import main
 from local_mode.demo import KEPT_RUNS, NO_DATA_FILE
-from local_mode.synthesized_app import PROJECT_ROOT
+from local_mode.aws.synthesized_app import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
 

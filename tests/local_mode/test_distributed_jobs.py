@@ -8,7 +8,7 @@ import tarfile
 
 import pytest
 
-from local_mode.s3_transfer import split_s3_uri
+from local_mode.aws.s3_transfer import split_s3_uri
 
 pytestmark = pytest.mark.slow
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from local_mode.job_runner import RunnerSettings
-from local_mode.local_clients import local_account_id, local_client
+from local_mode.job_runtime.job_runner import RunnerSettings
+from local_mode.aws.local_clients import local_account_id, local_client
 from local_mode.pipeline import LocalPipeline, wait_for_job
-from local_mode.sagemaker_endpoint import LocalSageMaker
-from local_mode.training_job_service import TrainingJobService
+from local_mode.sagemaker_api.sagemaker_endpoint import LocalSageMaker
+from local_mode.sagemaker_api.training_job_service import TrainingJobService
 from stacks.source_bundle import pack_members
 from stacks.source_layout import bundle_members
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from local_mode.event_rules import matches
+from local_mode.aws.event_rules import matches
 
 EVENT = {"source": "aws.sagemaker", "detail-type": "SageMaker HyperParameter Tuning Job State Change",
          "resources": ["arn:one", "arn:two"],

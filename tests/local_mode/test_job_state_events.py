@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from shared_stacks import DEMO_CONTEXT
 
-from local_mode.event_rules import matches
-from local_mode.job_state_events import training_job_state_change_event
-from local_mode.synthesized_app import synthesize
-from local_mode.training_job import TrainingJob
-from local_mode.tuning_job import trial_training_request
+from local_mode.aws.event_rules import matches
+from local_mode.sagemaker_api.job_state_events import training_job_state_change_event
+from local_mode.aws.synthesized_app import synthesize
+from local_mode.job_runtime.training_job import TrainingJob
+from local_mode.sagemaker_api.tuning_job import trial_training_request
 
 JOB = "ranker-web-2026-11-01-2fc0bef5c3"
 ACCOUNT = "123456789012"

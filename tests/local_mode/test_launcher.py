@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from local_mode.container_environment import decode_hyperparameters, split_hyperparameters, user_args
-from local_mode.launcher import MPI, SINGLE, TORCHRUN, launcher_for, plan_launches
+from local_mode.container.container_environment import decode_hyperparameters, split_hyperparameters, user_args
+from local_mode.container.launcher import MPI, SINGLE, TORCHRUN, launcher_for, plan_launches
 
 HOSTS = {"algo-1": {"SM_CURRENT_HOST": "algo-1"}, "algo-2": {"SM_CURRENT_HOST": "algo-2"}}
 CODE = {"algo-1": Path("/jobs/a/algo-1/code"), "algo-2": Path("/jobs/a/algo-2/code")}

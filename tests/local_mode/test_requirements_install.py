@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from local_mode.artifacts import tar_folder_contents
-from local_mode.job_runner import RunnerSettings
-from local_mode.local_clients import local_account_id, local_client
-from local_mode.moto_endpoint import MotoEndpoint
+from local_mode.job_runtime.artifacts import tar_folder_contents
+from local_mode.job_runtime.job_runner import RunnerSettings
+from local_mode.aws.local_clients import local_account_id, local_client
+from local_mode.aws.moto_endpoint import MotoEndpoint
 from local_mode.pipeline import wait_for_job
-from local_mode.sagemaker_endpoint import LocalSageMaker
-from local_mode.training_job_service import TrainingJobService
+from local_mode.sagemaker_api.sagemaker_endpoint import LocalSageMaker
+from local_mode.sagemaker_api.training_job_service import TrainingJobService
 
 pytestmark = pytest.mark.slow
 

@@ -13,9 +13,9 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from botocore.validate import ParamValidator
 
-from local_mode.local_clients import DUMMY_CREDENTIALS, LOCAL_REGION
-from local_mode.request_validation import operation_model
-from local_mode.s3_transfer import split_s3_uri
+from local_mode.aws.local_clients import DUMMY_CREDENTIALS, LOCAL_REGION
+from local_mode.sagemaker_api.request_validation import operation_model
+from local_mode.aws.s3_transfer import split_s3_uri
 
 pytestmark = pytest.mark.slow
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from ranker.log_format import metric_definitions
 
-from local_mode.local_clients import LOCAL_REGION, local_account_id, local_client
-from local_mode.stack_resources import LocalStackResources
+from local_mode.aws.local_clients import LOCAL_REGION, local_account_id, local_client
+from local_mode.aws.stack_resources import LocalStackResources
 
 ASSET_HASH = "ab12"
 TUNING_PATTERN = {"source": ["aws.sagemaker"], "detail-type": ["SageMaker HyperParameter Tuning Job State Change"],
@@ -114,7 +114,7 @@ def test_an_unsupported_intrinsic_is_refused_naming_it(assembly, moto):
     resources = LocalStackResources(assembly, moto.url)
 
     # When it is resolved / Then the error names the function and where to add it
-    with pytest.raises(ValueError, match=r"Fn::Select.*local_mode/stack_resources.py"):
+    with pytest.raises(ValueError, match=r"Fn::Select.*local_mode/aws/stack_resources.py"):
         resources.resolve("pipeline", {"Fn::Select": [0, ["a", "b"]]})
 
 

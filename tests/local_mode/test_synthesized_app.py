@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from local_mode.synthesized_app import synthesize
+from local_mode.aws.synthesized_app import synthesize
 
 pytestmark = pytest.mark.slow
 

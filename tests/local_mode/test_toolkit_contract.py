@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from local_mode.artifacts import tar_folder_contents
-from local_mode.s3_transfer import split_s3_uri
+from local_mode.job_runtime.artifacts import tar_folder_contents
+from local_mode.aws.s3_transfer import split_s3_uri
 
 pytestmark = pytest.mark.slow
 

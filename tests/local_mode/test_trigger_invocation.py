@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from local_mode.trigger_invocation import invoke_trigger
+from local_mode.aws.trigger_invocation import invoke_trigger
 
 
 @pytest.mark.slow  # the demo pipeline synthesizes the app when its sources changed

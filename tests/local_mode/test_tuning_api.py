@@ -17,10 +17,10 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.validate import ParamValidator
 
-from local_mode.event_rules import matches
-from local_mode.job_state_events import TUNING_DETAIL_TYPE, tuning_job_state_change_event
+from local_mode.aws.event_rules import matches
+from local_mode.sagemaker_api.job_state_events import TUNING_DETAIL_TYPE, tuning_job_state_change_event
 from local_mode.pipeline import wait_for_tuning_job
-from local_mode.request_validation import operation_model
+from local_mode.sagemaker_api.request_validation import operation_model
 
 pytestmark = pytest.mark.slow
 

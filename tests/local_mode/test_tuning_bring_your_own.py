@@ -16,7 +16,7 @@ from shared_stacks import BORING_MODEL
 
 from local_mode.cli import render_tuning_summary
 from local_mode.demo import DemoOptions, TriggerRefused, bring_your_own_context, run_tuning_demo_job
-from local_mode.moto_endpoint import MotoEndpoint
+from local_mode.aws.moto_endpoint import MotoEndpoint
 from local_mode.pipeline import LocalPipeline
 
 pytestmark = pytest.mark.slow

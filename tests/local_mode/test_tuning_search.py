@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from local_mode.service_errors import ServiceError
-from local_mode.tuning_search import emulation_notes, parse_ranges, trial_hyperparameters
+from local_mode.sagemaker_api.service_errors import ServiceError
+from local_mode.sagemaker_api.tuning_search import emulation_notes, parse_ranges, trial_hyperparameters
 
 
 def config(strategy: str, ranges: dict, max_jobs: int | None = None, **extra) -> dict:

@@ -21,7 +21,7 @@ from shared_stacks import PLAIN_SCRIPTS
 from local_mode.cli import render_summary
 from local_mode.demo import DemoResult, bring_your_own_context, run_demo_job
 from local_mode.pipeline import LocalPipeline
-from local_mode.watchdog_schedule import WatchdogTiming
+from local_mode.aws.watchdog_schedule import WatchdogTiming
 
 pytestmark = pytest.mark.slow
 

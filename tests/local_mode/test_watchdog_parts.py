@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from local_mode.job_log_streams import HostLogStreams
-from local_mode.local_clients import local_client
-from local_mode.watchdog_schedule import LocalSchedule, schedule_seconds
+from local_mode.job_runtime.job_log_streams import HostLogStreams
+from local_mode.aws.local_clients import local_client
+from local_mode.aws.watchdog_schedule import LocalSchedule, schedule_seconds
 from stacks.job_watchdog import TRAINING_LOG_GROUP
 
 

@@ -23,8 +23,8 @@ from ranker.data import synthetic
 from ranker.data.channels import load_channel
 from training_launch import TINY_MODEL_FLAGS, run_dirs, script_env
 
-from local_mode.artifacts import tar_folder_contents
-from local_mode.local_clients import local_client
+from local_mode.job_runtime.artifacts import tar_folder_contents
+from local_mode.aws.local_clients import local_client
 from local_mode.pipeline import wait_for_job
 from reliability.local_dataset import ARTIFACTS_BUCKET, DATA_BUCKET
 from reliability.torchrun_job import (

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from local_mode.local_clients import LOCAL_REGION, local_account_id, local_client
+from local_mode.aws.local_clients import LOCAL_REGION, local_account_id, local_client
 
 PSEUDO_PARAMETERS = {"AWS::Region": LOCAL_REGION, "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com"}
 
@@ -61,7 +61,7 @@ class LocalStackResources:
 
     def event_patterns_targeting(self, marker_variable: str) -> list[dict[str, Any]]:
         """The event patterns of the EventBridge rules that invoke the function whose environment holds
-        `marker_variable` (local_mode.event_rules matches events against them)."""
+        `marker_variable` (local_mode.aws.event_rules matches events against them)."""
         found = self._function_with(marker_variable)
         if found is None:
             return []
@@ -131,7 +131,7 @@ class LocalStackResources:
         if function == "Fn::Sub":
             return self._substitute(stack, argument)
         raise ValueError(f"{stack}: local mode cannot resolve {function} ({json.dumps(value)[:200]}); "
-                         "add it to local_mode/stack_resources.py")
+                         "add it to local_mode/aws/stack_resources.py")
 
     def _substitute(self, stack: str, text: str) -> str:
         def replace(match: re.Match[str]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from local_mode.s3_transfer import download_prefix, join_s3_uri, upload_file
+from local_mode.aws.s3_transfer import download_prefix, join_s3_uri, upload_file
 
 
 class CheckpointSync:

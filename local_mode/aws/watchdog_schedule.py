@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from local_mode.local_clients import LOCAL_REGION
+from local_mode.aws.local_clients import LOCAL_REGION
 
 _RATE = re.compile(r"^rate\((?P<value>\d+) (?P<unit>minute|minutes|hour|hours|day|days)\)$")
 _UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}

@@ -20,23 +20,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from local_mode.artifacts import tar_folder_contents, unpack_archive
-from local_mode.channel_sources import ChannelSources
-from local_mode.checkpoint_sync import CheckpointSync
-from local_mode.container_environment import (
+from local_mode.job_runtime.artifacts import tar_folder_contents, unpack_archive
+from local_mode.job_runtime.channel_sources import ChannelSources
+from local_mode.job_runtime.checkpoint_sync import CheckpointSync
+from local_mode.container.container_environment import (
     decode_hyperparameters,
     split_hyperparameters,
     training_environment,
     user_args,
 )
-from local_mode.container_layout import HostFolder, host_names, input_data_config, resource_config
-from local_mode.job_log_streams import HostLogStreams
-from local_mode.launcher import installed_mpirun, launcher_for, plan_launches
-from local_mode.network import free_port
-from local_mode.process_group import LogSink, ProcessGroup
-from local_mode.s3_transfer import download_prefix, join_s3_uri, split_s3_uri, upload_file
-from local_mode.torchrun_report import root_cause
-from local_mode.training_job import TrainingJob
+from local_mode.container.container_layout import HostFolder, host_names, input_data_config, resource_config
+from local_mode.job_runtime.job_log_streams import HostLogStreams
+from local_mode.container.launcher import installed_mpirun, launcher_for, plan_launches
+from local_mode.aws.network import free_port
+from local_mode.container.process_group import LogSink, ProcessGroup
+from local_mode.aws.s3_transfer import download_prefix, join_s3_uri, split_s3_uri, upload_file
+from local_mode.container.torchrun_report import root_cause
+from local_mode.job_runtime.training_job import TrainingJob
 
 FAILURE_REASON_LIMIT = 1024  # FailureReason's maximum length in the service model
 _ERROR_LINE = re.compile(r"(Error|Exception|error:)")

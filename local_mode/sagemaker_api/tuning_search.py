@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from local_mode.service_errors import validation_error
+from local_mode.sagemaker_api.service_errors import validation_error
 
 RANGE_KINDS = ("IntegerParameterRanges", "ContinuousParameterRanges", "CategoricalParameterRanges")
 LOCALLY_RANDOM_STRATEGIES = ("Bayesian", "Hyperband")

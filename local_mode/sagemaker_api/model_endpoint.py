@@ -9,9 +9,10 @@ What an endpoint built from the package does, in order: SageMaker unpacks the co
 /opt/ml/model and starts the container's `Image` with its `Environment`; the PyTorch inference image starts TorchServe
 with the SageMaker handler service and `/opt/ml/model/code` on PYTHONPATH; the handler service imports
 `SAGEMAKER_PROGRAM` and calls its `model_fn` once, then `input_fn`, `predict_fn`, `output_fn` per request. Locally the
-folder stands in for /opt/ml (`SAGEMAKER_BASE_DIR`), this Python for the image's, and local_mode/inference_worker.py
-runs TorchServe's own Python backend without its Java frontend. An image that is not an AWS PyTorch inference image
-is refused: local mode cannot stand in for a model server it does not know, and a training image has none.
+folder stands in for /opt/ml (`SAGEMAKER_BASE_DIR`), this Python for the image's, and inference_worker.py beside
+this module runs TorchServe's own Python backend without its Java frontend. An image that is not an AWS PyTorch
+inference image is refused: local mode cannot stand in for a model server it does not know, and a training image has
+none.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from local_mode.artifacts import unpack_archive
-from local_mode.s3_transfer import split_s3_uri
+from local_mode.job_runtime.artifacts import unpack_archive
+from local_mode.aws.s3_transfer import split_s3_uri
 
 WORKER = Path(__file__).resolve().parent / "inference_worker.py"
 SERVING_REPOSITORY = "pytorch-inference"  # AWS's PyTorch inference DLCs (sagemaker.image_uris, image_scope=inference)

@@ -8,7 +8,8 @@ file is installed with exactly the toolkit's command, and what that did is recor
 The cache lives outside the clone, keyed by the requirements file and what the base holds:
 `~/.cache/sagemaker-ranker/container-envs/<profile>/<key>/` (~5-7 GB each; only the newest per profile is kept).
 A first build takes a minute or two: the CUDA torch wheel and its libraries are ~2.5 GB to fetch and ~5 GB to unpack.
-`python -m local_mode.container_envs 2.2.0 2.8.0` builds environments ahead of their first use (while online, say).
+`python -m local_mode.container.container_envs 2.2.0 2.8.0` builds environments ahead of their first use (while
+online, say).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from local_mode.synthesized_app import PROJECT_ROOT
+from local_mode.aws.synthesized_app import PROJECT_ROOT
 from stacks.training_code_modules import training_code_module
 
 REQUIREMENTS_FILE = PROJECT_ROOT / "training_code" / "requirements.txt"
@@ -160,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Builds the environments of the PyTorch containers FRAMEWORK_VERSION names (each one that is not built yet) and
     prints where each lies."""
     profiles = training_code_module("sagemaker_distributed/container_profiles.py")
-    parser = argparse.ArgumentParser(prog="python -m local_mode.container_envs", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m local_mode.container.container_envs", description=main.__doc__)
     parser.add_argument("framework_versions", nargs="+", metavar="FRAMEWORK_VERSION",
                         choices=profiles.supported_versions(),
                         help=f"one of {', '.join(profiles.supported_versions())}")

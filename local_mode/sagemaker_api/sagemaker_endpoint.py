@@ -19,9 +19,9 @@ from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
-from local_mode.network import LOOPBACK
-from local_mode.request_validation import validate_request
-from local_mode.service_errors import ServiceError
+from local_mode.aws.network import LOOPBACK
+from local_mode.sagemaker_api.request_validation import validate_request
+from local_mode.sagemaker_api.service_errors import ServiceError
 
 CONTENT_TYPE = "application/x-amz-json-1.1"
 TARGET_PREFIX = "SageMaker."

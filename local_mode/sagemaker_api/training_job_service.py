@@ -10,11 +10,11 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from local_mode.job_runner import RunnerSettings, run_job
-from local_mode.local_clients import LOCAL_REGION, local_client
-from local_mode.request_validation import validate_request
-from local_mode.service_errors import ServiceError, validation_error
-from local_mode.training_job import TrainingJob
+from local_mode.job_runtime.job_runner import RunnerSettings, run_job
+from local_mode.aws.local_clients import LOCAL_REGION, local_client
+from local_mode.sagemaker_api.request_validation import validate_request
+from local_mode.sagemaker_api.service_errors import ServiceError, validation_error
+from local_mode.job_runtime.training_job import TrainingJob
 
 _LIST_SORT_KEYS: dict[str, Callable[[TrainingJob], Any]] = {
     "CreationTime": lambda job: job.creation_time,

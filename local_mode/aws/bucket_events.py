@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from local_mode.local_clients import LOCAL_REGION
+from local_mode.aws.local_clients import LOCAL_REGION
 
 
 def object_created_event(s3: Any, *, bucket: str, key: str, account: str) -> dict[str, Any]:

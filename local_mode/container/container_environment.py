@@ -10,7 +10,7 @@ import json
 import os
 from typing import Any
 
-from local_mode.container_layout import INSTANCE_GROUP_NAME, HostFolder
+from local_mode.container.container_layout import INSTANCE_GROUP_NAME, HostFolder
 
 FRAMEWORK_PREFIX = "sagemaker_"
 # The hyperparameter a tuning job adds to each of its training jobs; the toolkit keeps it from the script too.

@@ -14,7 +14,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any
 
-from local_mode.local_clients import LOCAL_REGION
+from local_mode.aws.local_clients import LOCAL_REGION
 
 DETAIL_TYPE = "SageMaker Training Job State Change"
 TUNING_DETAIL_TYPE = "SageMaker HyperParameter Tuning Job State Change"

@@ -6,8 +6,8 @@ import logging
 
 from moto.server import ThreadedMotoServer
 
-from local_mode.local_clients import local_client
-from local_mode.network import LOOPBACK
+from local_mode.aws.local_clients import local_client
+from local_mode.aws.network import LOOPBACK
 
 
 class MotoEndpoint:

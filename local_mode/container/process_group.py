@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from local_mode.launcher import Launch
+from local_mode.container.launcher import Launch
 
 LogSink = Callable[[str, str], None]  # (host, line)
 

@@ -14,8 +14,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from local_mode.container_environment import TUNING_OBJECTIVE_HYPERPARAMETER
-from local_mode.training_job import TrainingJob, now
+from local_mode.container.container_environment import TUNING_OBJECTIVE_HYPERPARAMETER
+from local_mode.job_runtime.training_job import TrainingJob, now
 
 TERMINAL_TUNING_STATUSES = ("Completed", "Failed", "Stopped")
 FAILURE_REASON_LIMIT = 1024

@@ -23,7 +23,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 APP_INPUTS = ("app.py", "cdk.json", "stacks", "lambda", "training_code")
 SYNTH_CACHE = PROJECT_ROOT / "local-runs" / "synth"
 _FINGERPRINT_LENGTH = 16

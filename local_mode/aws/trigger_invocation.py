@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from local_mode.local_clients import LOCAL_REGION, dummy_credentials_environment
+from local_mode.aws.local_clients import LOCAL_REGION, dummy_credentials_environment
+from local_mode.aws.synthesized_app import PROJECT_ROOT
 
-TRIGGER_ASSET = Path(__file__).resolve().parents[1] / "lambda" / "trigger"
+TRIGGER_ASSET = PROJECT_ROOT / "lambda" / "trigger"
 TRIGGER_HANDLER = "handler.lambda_handler"
 
 # The runtime hands the handler a context object; this one carries the fields Powertools reads.

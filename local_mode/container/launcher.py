@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from local_mode.network import LOOPBACK
+from local_mode.aws.network import LOOPBACK
 
 TORCHRUN = "torch_distributed"
 MPI = "mpi"

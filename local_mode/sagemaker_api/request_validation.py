@@ -14,7 +14,7 @@ import botocore.session
 from botocore.model import OperationModel, Shape
 from botocore.validate import ParamValidator
 
-from local_mode.service_errors import validation_error
+from local_mode.sagemaker_api.service_errors import validation_error
 
 
 @cache
