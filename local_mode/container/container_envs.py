@@ -131,7 +131,7 @@ def project_uv() -> Path | None:
 def _install_image_packages(python: str, packages: list[str]) -> None:
     """What the image holds, installed by uv where this project's environment has it, else by pip. uv fetches the
     ~2.5 GB of wheels in parallel and installs the same packages, compiled to bytecode as pip does: how much sooner a
-    build ends is in docs/benchmarks.md (`python -m benchmarks.container_env_build`)."""
+    build ends is in docs/benchmarks.md (`python -m benchmarks.deployment.container_env_build`)."""
     uv = project_uv()
     if uv is not None:
         installed = subprocess.run([str(uv), "pip", "install", "--quiet", "--compile-bytecode", "--native-tls",

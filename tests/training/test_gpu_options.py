@@ -78,7 +78,7 @@ def test_the_native_loop_trains_the_model_compiled_exactly_when_asked(tmp_path, 
     # Given a session with --compile true (or false), on one process
     from sagemaker_distributed import detect_topology
 
-    from benchmarks.native_harness import NativeHarness, synthetic_session
+    from benchmarks.gpu.native_harness import NativeHarness, synthetic_session
 
     session = synthetic_session(ModelConfig(width=8, norm="none", dropout=0.0),
                                 TrainConfig(batch_size=4, compile=compile_model), detect_topology({}),

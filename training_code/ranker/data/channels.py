@@ -89,7 +89,7 @@ def _read_letor_files(files: list[Path], num_features: int | None) -> RankingDat
 
 
 def _log_ingest(path: Path, loaded: RankingData, started: float, text_bytes: int) -> None:
-    """One line per channel and process, which benchmarks.time_to_model reads to split a job's wall time."""
+    """One line per channel and process, which benchmarks.ranking.time_to_model reads to split a job's wall time."""
     seconds = time.perf_counter() - started
     source = f"{text_bytes / 1e6:,.1f} MB of text ({text_bytes / 1e6 / max(seconds, 1e-9):,.0f} MB/s)" \
         if text_bytes else "binary shards"

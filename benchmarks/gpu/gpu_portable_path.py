@@ -1,8 +1,8 @@
 """How close the path a torch 2.2 container takes comes to the fast path, on one GPU at train_ddp.py's defaults.
 
-    python -m benchmarks.gpu_portable_path [--queries 4000] [--repeats 2]
+    python -m benchmarks.gpu.gpu_portable_path [--queries 4000] [--repeats 2]
 
-train_ddp.py's step (benchmarks.native_harness) at its shipped defaults (7 dense layers of width 256, layer norm,
+train_ddp.py's step (benchmarks.gpu.native_harness) at its shipped defaults (7 dense layers of width 256, layer norm,
 dropout 0.3, 16 queries per batch, listwise loss) on synthetic queries shaped like MSLR-WEB30K's: 136 features, a
 query's document count drawn around MSLR-WEB30K's mean of ~120 with its longest query's 1,251, every query padded to
 the longest as a run pads them. Three runs, interleaved `--repeats` times, on the same data:
@@ -24,10 +24,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks.models import SHIPPED_MODEL, SHIPPED_WIDTH, benchmark_model, model_line
-from benchmarks.native_harness import NativeHarness, session_over
-from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
-from benchmarks.timing import StepWindows
+from benchmarks.harness.models import SHIPPED_MODEL, SHIPPED_WIDTH, benchmark_model, model_line
+from benchmarks.gpu.native_harness import NativeHarness, session_over
+from benchmarks.harness.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
+from benchmarks.harness.timing import StepWindows
 from ranker.gpu import fast_paths
 from ranker.config import TrainConfig
 from ranker.data.channels import RankingData

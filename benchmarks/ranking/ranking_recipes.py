@@ -2,15 +2,15 @@
 several runs at a time on one GPU, on the ranking benchmark's search-like data; and what averaging the seeds' models
 (an ensemble) would add.
 
-    python -m benchmarks.ranking_recipes --variants "width=256;embedding-width=32,embedding-layers=4" --seeds 0,1,2 \\
-        --parallel 6 --work /tmp/recipes                     # a GPU host, the ranking benchmark's GPU size
-    python -m benchmarks.ranking_recipes --size cpu --variants "dropout=0" --seeds 0,1 --parallel 1   # 2 CPU cores
+    python -m benchmarks.ranking.ranking_recipes --variants "width=256;embedding-width=32,embedding-layers=4" \\
+        --seeds 0,1,2 --parallel 6 --work /tmp/recipes       # a GPU host, the ranking benchmark's GPU size
+    python -m benchmarks.ranking.ranking_recipes --size cpu --variants "dropout=0" --seeds 0,1 --parallel 1  # 2 cores
 
 The shipped defaults always run as the first variant. Each run is train_ddp.py launched as a user launches it, with
 `--seed S` and `--test FILE`; its test NDCG@10 is the one its log reports. The ensemble's is scored here: each seed's
 exported model (the artifact's own scorer, preprocessing included) scores the test file and the seeds' scores are
 averaged per document. Runs that share a GPU slow each other down, so the times say how long the runs took side by
-side, not what one run takes alone (benchmarks.ranking_quality measures that). Table on stdout; section
+side, not what one run takes alone (benchmarks.ranking.ranking_quality measures that). Table on stdout; section
 `recipe-ensembles-<size>` in docs/benchmarks.md.
 """
 
@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks.gpu_scaling import SAFE_NCCL_ENV
-from benchmarks.models import SHIPPED_MODEL, model_line
-from benchmarks.ranking_quality import SIZES, variant_flags, write_search, written_data
-from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
-from benchmarks.time_to_model import ENTRY_POINTS, Run, held_out_ndcg_at_10, machine_description, run_project
+from benchmarks.gpu.gpu_scaling import SAFE_NCCL_ENV
+from benchmarks.harness.models import SHIPPED_MODEL, model_line
+from benchmarks.ranking.ranking_quality import SIZES, variant_flags, write_search, written_data
+from benchmarks.harness.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
+from benchmarks.ranking.time_to_model import ENTRY_POINTS, Run, held_out_ndcg_at_10, machine_description, run_project
 from ranker.data.channels import read_letor_file
 from ranker.model.export import load_scorer
 
@@ -61,7 +61,7 @@ def ensemble_ndcg(model_dirs: list[Path], test: Path, device: str) -> float:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", choices=tuple(SIZES), default="gpu" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--variants", default="", help="as benchmarks.ranking_quality's: `flag=value,...;...`")
+    parser.add_argument("--variants", default="", help="as benchmarks.ranking.ranking_quality's: `flag=value,...;...`")
     parser.add_argument("--base", default="", help="flags every run takes, the shipped defaults' row included "
                         "(`flag=value,...`), e.g. a longer cap to compare recipes at convergence")
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds every variant runs with")

@@ -2,7 +2,7 @@
 (shipped, `local_mode.container.container_envs`) against pip alone (the baseline: the same build with uv out of reach),
 measured in the same call, the two installers alternating, and whether both end with the same packages.
 
-    python -m benchmarks.container_env_build [FRAMEWORK_VERSION ...] [--repeats 1]
+    python -m benchmarks.deployment.container_env_build [FRAMEWORK_VERSION ...] [--repeats 1]
 
 Each build runs `local_mode.container.container_envs.container_env` in a process of its own whose XDG_CACHE_HOME is
 a new empty folder, so uv's, pip's and the environments' caches all start empty, as on a new machine or CI: every build
@@ -23,8 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.report import markdown_table, provenance, write_section
-from benchmarks.time_to_model import machine_description
+from benchmarks.harness.report import markdown_table, provenance, write_section
+from benchmarks.ranking.time_to_model import machine_description
 from local_mode.aws.synthesized_app import PROJECT_ROOT
 from stacks.training_code_modules import training_code_module
 

@@ -1,11 +1,11 @@
 """Where a training step's GPU time goes: kernel classes, idle gaps, and how much communication hides under compute.
 
-    torchrun --nproc_per_node N -m benchmarks.gpu_profile --trainers native,lightning --widths 1024,4096
+    torchrun --nproc_per_node N -m benchmarks.gpu.gpu_profile --trainers native,lightning --widths 1024,4096
 
-Runs a project trainer's real step (the set-up of benchmarks.project_trainers) through warm-up, records `--steps`
+Runs a project trainer's real step (the set-up of benchmarks.gpu.project_trainers) through warm-up, records `--steps`
 steps with torch.profiler, writes each rank's Chrome trace, and prints rank 0's breakdown per step: wall time, time
 the compute stream is busy, the sum of kernel time per class, and NCCL time hidden under compute versus exposed.
-It explains the figures benchmarks.gpu_scaling measures; it is not a throughput measurement (tracing adds overhead).
+It explains the figures benchmarks.gpu.gpu_scaling measures; it is not a throughput measurement (tracing adds overhead).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.project_code import DOCS_PER_QUERY
-from benchmarks.models import MODELS, PLAIN_MLP, benchmark_model
-from benchmarks.project_trainers import benchmark_session, join_process_group, run_project_trainer
+from benchmarks.harness.project_code import DOCS_PER_QUERY
+from benchmarks.harness.models import MODELS, PLAIN_MLP, benchmark_model
+from benchmarks.gpu.project_trainers import benchmark_session, join_process_group, run_project_trainer
 import sagemaker_distributed as distributed
 
 KERNEL_CLASSES = (  # first match wins

@@ -2,7 +2,7 @@
 ranker.training.fast_exit as shipped, against the same script ending through Python's own exit (`fast_exit.leave`
 replaced by `sys.exit(0)`, the baseline), measured in the same call, runs of the two alternating.
 
-    python -m benchmarks.process_exit [--train DIR] [--epochs 1] [--repeats 3]
+    python -m benchmarks.cpu.process_exit [--train DIR] [--epochs 1] [--repeats 3]
 
 Each run is the entry point as a job runs it (`python train_*.py`, CPU, one process) on the LETOR sample, with its
 shipped defaults but `--epochs`. Table on stdout; section `process-exit` in docs/benchmarks.md.
@@ -17,10 +17,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.project_code import TRAINING_CODE
-from benchmarks.ranking_quality import LETOR_SAMPLE
-from benchmarks.report import markdown_table, provenance, write_section
-from benchmarks.time_to_model import machine_description, run_timed
+from benchmarks.harness.project_code import TRAINING_CODE
+from benchmarks.ranking.ranking_quality import LETOR_SAMPLE
+from benchmarks.harness.report import markdown_table, provenance, write_section
+from benchmarks.ranking.time_to_model import machine_description, run_timed
 
 ENTRY_POINTS = ("train_ddp.py", "train_lightning.py")
 # Runs an entry point as `python ENTRY ...` does; "python-exit" ends it through sys.exit(0) where it would leave.

@@ -1,7 +1,7 @@
 """CPU side of the data path: LETOR text parsing against scikit-learn's loader, the whole shipped job against that
 loader, text-to-shard conversion and the streaming loader, against what the GPU trainers consume.
 
-    python -m benchmarks.data_pipeline [--queries 2000] [--docs-per-query 100] [--features 136] [--repeats 1]
+    python -m benchmarks.cpu.data_pipeline [--queries 2000] [--docs-per-query 100] [--features 136] [--repeats 1]
         [--job-repeats 3] [--import-repeats 5] [--import-baseline GIT_REF] [--job-baseline GIT_REF]
 
 Writes a synthetic LETOR text file (a `qid:` column and 4-decimal values, about 1.4 KB a document as in MSLR-WEB;
@@ -45,9 +45,9 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.models import PLAIN_MLP
-from benchmarks.project_code import TRAINING_CODE
-from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
+from benchmarks.harness.models import PLAIN_MLP
+from benchmarks.harness.project_code import TRAINING_CODE
+from benchmarks.harness.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
 from sklearn.datasets import load_svmlight_file
 
 from ranker.data import convert
@@ -65,7 +65,7 @@ ENTRY_POINTS = ("train_ddp.py", "train_lightning.py")
 HEAVY_MODULES = ("lightning", "torchmetrics", "scipy", "sklearn", "matplotlib", "torch._dynamo",
                  "ranker.data.streaming")
 
-# The trainers' batch: 8192 documents per GPU = 256 whole queries of 32 documents (benchmarks/project_trainers.py).
+# The trainers' batch: 8192 documents per GPU = 256 whole queries of 32 documents (benchmarks/gpu/project_trainers.py).
 BATCH_QUERIES = 256
 GPU_SECTION = "gpu-scaling"
 GPU_TRAINER = "native"
@@ -312,7 +312,7 @@ def demand_table(one_thread: StageRate, loader: StageRate, threads: int, gpu_rat
 def verdict(one_thread: StageRate, loader: StageRate, threads: int, gpu_rates: dict[int, float]) -> str:
     if not gpu_rates:
         return (f"No GPU figures to compare with: docs/benchmarks.md has no `{GPU_SECTION}` section with "
-                f"`{GPU_TRAINER}` 1-GPU rows. Run `python -m benchmarks.gpu_scaling` on a GPU machine, then rerun "
+                f"`{GPU_TRAINER}` 1-GPU rows. Run `python -m benchmarks.gpu.gpu_scaling` on a GPU machine, then rerun "
                 "this.")
     speedup = loader.docs_per_second / one_thread.docs_per_second
     short = {width: rate for width, rate in gpu_rates.items() if rate > loader.docs_per_second}

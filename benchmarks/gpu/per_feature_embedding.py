@@ -1,10 +1,10 @@
 """What the shipped model's per-feature embedding costs per document, run each way the code can run it.
 
-    python -m benchmarks.per_feature_embedding                      # a GPU: training passes and the forward alone
-    python -m benchmarks.per_feature_embedding --device cpu         # a CPU: the forward (evaluation, scoring)
+    python -m benchmarks.gpu.per_feature_embedding                      # a GPU: training passes and the forward alone
+    python -m benchmarks.gpu.per_feature_embedding --device cpu         # a CPU: the forward (evaluation, scoring)
 
-The shipped model's encoding and embedding (benchmarks.models, 136 features) on a batch of documents drawn like the
-search-like benchmark's, fitted as a run fits them:
+The shipped model's encoding and embedding (benchmarks.harness.models, 136 features) on a batch of documents drawn like
+the search-like benchmark's, fitted as a run fits them:
 - `modules`: ranker.model.embedding as it ships: features first, one batched product per layer (bf16 autocast on GPU);
 - `documents-first einsum`: the same layers as an einsum per layer over the documents-first layout, the formulation the
   modules replaced, as the baseline measured in the same run;
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.models import SHIPPED_MODEL, SHIPPED_WIDTH, benchmark_model, model_line
-from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
+from benchmarks.harness.models import SHIPPED_MODEL, SHIPPED_WIDTH, benchmark_model, model_line
+from benchmarks.harness.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
 from ranker.data import synthetic_search
 from ranker.gpu import fused_embedding
 from ranker.model.embedding import PerFeatureDense

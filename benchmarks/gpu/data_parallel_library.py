@@ -1,14 +1,14 @@
 """PyTorch's own data parallelism against the project's hand-written reduction, on 2 GPUs, in one run.
 
-    python -m benchmarks.data_parallel_library             # on a 2-GPU machine: every variant at widths 1024 and 4096
-    python -m benchmarks.data_parallel_library --widths 16 --features 8 --batch-size 64 --warmup-steps 2 \\
+    python -m benchmarks.gpu.data_parallel_library         # on a 2-GPU machine: every variant at widths 1024 and 4096
+    python -m benchmarks.gpu.data_parallel_library --widths 16 --features 8 --batch-size 64 --warmup-steps 2 \\
         --steps-per-window 2 --windows 3                   # CPU smoke run: 2 gloo ranks, tiny model
 
 Every variant trains the same RankingMLP (Session.build_model, the same initial weights) on the same synthetic queries
-(benchmarks.project_trainers.benchmark_session) with the same step (forward under bf16 autocast, listwise loss,
-backward, AdamW, the run's warm-up and cosine schedule: benchmarks.native_harness.NativeHarness; ZeRO's functional AdamW keeps
-a fixed learning rate, see `zero_overlap`), and is timed by the same
-protocol as benchmarks/gpu_scaling.py (warm-up, then the median of timed windows). Only the data parallelism differs:
+(benchmarks.gpu.project_trainers.benchmark_session) with the same step (forward under bf16 autocast, listwise loss,
+backward, AdamW, the run's warm-up and cosine schedule: benchmarks.gpu.native_harness.NativeHarness; ZeRO's functional
+AdamW keeps a fixed learning rate, see `zero_overlap`), and is timed by the same protocol as
+benchmarks/gpu/gpu_scaling.py (warm-up, then the median of timed windows). Only the data parallelism differs:
 the project's hand-written path (FusedDataParallel, the sharded AdamW update beside the backward pass) against DDP, DDP with a comm hook, ZeroRedundancyOptimizer overlapped with DDP and FSDP2.
 
 Each 2-GPU variant runs in a torchrun launch of its own, so that one that fails or hangs costs only its own rows; the
@@ -43,13 +43,14 @@ from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel
 
-from benchmarks.gpu_scaling import SAFE_NCCL_ENV, machine_description
-from benchmarks.native_harness import NativeHarness
-from benchmarks.project_code import DOCS_PER_QUERY
-from benchmarks.models import PLAIN_MLP, benchmark_model, model_line
-from benchmarks.project_trainers import benchmark_session, join_process_group
-from benchmarks.report import BENCHMARKS_DOC, command_line, markdown_table, measured_at, provenance, write_section
-from benchmarks.timing import StepWindows, summarise
+from benchmarks.gpu.gpu_scaling import SAFE_NCCL_ENV, machine_description
+from benchmarks.gpu.native_harness import NativeHarness
+from benchmarks.harness.project_code import DOCS_PER_QUERY
+from benchmarks.harness.models import PLAIN_MLP, benchmark_model, model_line
+from benchmarks.gpu.project_trainers import benchmark_session, join_process_group
+from benchmarks.harness.report import (BENCHMARKS_DOC, command_line, markdown_table, measured_at, provenance,
+                                       write_section)
+from benchmarks.harness.timing import StepWindows, summarise
 import sagemaker_distributed as distributed
 from ranker.training import engine
 from ranker.config import PathSwitches
@@ -329,7 +330,7 @@ def plan_launches(names: list[str], gpus: int) -> list[Launch]:
 
 def worker_command(launch: Launch, args: argparse.Namespace, results: Path) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={launch.gpus}",
-            "-m", "benchmarks.data_parallel_library", "--run-variants", ",".join(launch.variants),
+            "-m", "benchmarks.gpu.data_parallel_library", "--run-variants", ",".join(launch.variants),
             "--widths", ",".join(str(width) for width in args.widths), "--features", str(args.features),
             "--batch-size", str(args.batch_size), "--warmup-steps", str(args.warmup_steps),
             "--steps-per-window", str(args.steps_per_window), "--windows", str(args.windows),
@@ -506,7 +507,7 @@ def render(args: argparse.Namespace, names: list[str], raw_dir: Path) -> None:
         f"({DOCS_PER_QUERY} documents a query), synthetic queries, listwise loss, AdamW with the run's warm-up and "
         f"cosine schedule, the same initial weights in every variant; median of {args.windows} windows of "
         f"{args.steps_per_window} steps after {args.warmup_steps} warm-up steps",
-        "- Every variant runs the project's step and loop (benchmarks.native_harness.NativeHarness) under the "
+        "- Every variant runs the project's step and loop (benchmarks.gpu.native_harness.NativeHarness) under the "
         "project's process-group set-up (sagemaker_distributed.process_group); only the data parallelism differs. `step`: `graph` replays the whole step as one CUDA "
         "graph (ranker.gpu.captured_step), `eager` launches it from Python, `compiled` runs the model through "
         "torch.compile. Scaling efficiency is against the 1-GPU row with the same layers, step and AdamW",

@@ -1,11 +1,11 @@
 """train_lightning.py's step rate beside the native trainer's on the same GPUs, and where the difference per step goes.
 
-    python -m benchmarks.lightning_vs_native                       # on a GPU machine: every GPU, widths 1024 and 4096
-    python -m benchmarks.lightning_vs_native --with-compile        # also Lightning with torch.compile of the module
-    python -m benchmarks.lightning_vs_native --processes 2 --widths 16 --features 8 --batch-size 64  # CPU smoke run
+    python -m benchmarks.gpu.lightning_vs_native                   # on a GPU machine: every GPU, widths 1024 and 4096
+    python -m benchmarks.gpu.lightning_vs_native --with-compile    # also Lightning with torch.compile of the module
+    python -m benchmarks.gpu.lightning_vs_native --processes 2 --widths 16 --features 8 --batch-size 64  # CPU smoke run
 
-Each variant runs under torchrun on all GPUs (gloo ranks on a CPU-only machine) through benchmarks.project_trainers,
-which times itself over windows after a warm-up (benchmarks/timing.py):
+Each variant runs under torchrun on all GPUs (gloo ranks on a CPU-only machine) through benchmarks.gpu.project_trainers,
+which times itself over windows after a warm-up (benchmarks/harness/timing.py):
 - native: train_ddp.py's step (one CUDA graph per step, FusedDataParallel, the sharded AdamW update);
 - native, eager: the same step run eagerly: the per-step work Lightning runs (its strategy takes FusedDataParallel and
   the sharded update where the native trainer does, ranker.lightning.strategy), without Lightning's loop;
@@ -28,9 +28,9 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.gpu_scaling import Layout, machine_description, run_layout
-from benchmarks.models import PLAIN_MLP, model_line
-from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
+from benchmarks.gpu.gpu_scaling import Layout, machine_description, run_layout
+from benchmarks.harness.models import PLAIN_MLP, model_line
+from benchmarks.harness.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
 
 SECTION = "lightning-vs-native"
 
@@ -39,7 +39,7 @@ SECTION = "lightning-vs-native"
 class Variant:
     label: str
     trainer: str
-    """A trainer of benchmarks.project_trainers."""
+    """A trainer of benchmarks.gpu.project_trainers."""
     flags: tuple[str, ...] = ()
 
 

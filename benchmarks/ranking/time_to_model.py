@@ -1,8 +1,8 @@
 """Time to model on MSLR-WEB30K-shaped LETOR text: the shipped entry points as a job runs them, beside the tools a
 ranking engineer would use instead, launch to model written, with NDCG@10 on held-out queries.
 
-    python -m benchmarks.time_to_model [--queries 31531] [--epochs 10] [--gpus 1,2]          # a GPU host
-    python -m benchmarks.time_to_model --device cpu --queries 60 --docs-per-query 8 --features 12 --epochs 1 \\
+    python -m benchmarks.ranking.time_to_model [--queries 31531] [--epochs 10] [--gpus 1,2]          # a GPU host
+    python -m benchmarks.ranking.time_to_model --device cpu --queries 60 --docs-per-query 8 --features 12 --epochs 1 \\
         --lightgbm-rounds 5                                                                   # CPU smoke run
 
 Generates (vectorised, not timed into any row) a training file of `--queries` queries, each of 60-180 documents
@@ -38,9 +38,9 @@ import numpy as np
 import torch
 
 from benchmarks.baselines.lightgbm_lambdarank import PARAMS as LIGHTGBM_PARAMS
-from benchmarks.gpu_scaling import SAFE_NCCL_ENV
-from benchmarks.project_code import TRAINING_CODE
-from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
+from benchmarks.gpu.gpu_scaling import SAFE_NCCL_ENV
+from benchmarks.harness.project_code import TRAINING_CODE
+from benchmarks.harness.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
 from ranker.data import host_cache
 from ranker.data import synthetic
 from ranker.data.letor_parser import available_cores
@@ -49,7 +49,7 @@ from ranker.data.ranking_data import RankingData
 from ranker.log_format import parse_metrics
 
 SECTION = "time-to-model"
-PLAIN_SCRIPT = Path(__file__).resolve().parent / "baselines" / "plain_letor.py"
+PLAIN_SCRIPT = Path(__file__).resolve().parents[1] / "baselines" / "plain_letor.py"
 LIGHTGBM_SCRIPT = PLAIN_SCRIPT.with_name("lightgbm_lambdarank.py")
 ENTRY_POINTS = {"native": "train_ddp.py", "lightning": "train_lightning.py"}
 PHASES = ("start-up", "ingest", "to device", "training", "evaluation", "saving")

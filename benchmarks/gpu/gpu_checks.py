@@ -6,8 +6,8 @@ without them, and on several GPUs
 FusedDataParallel's reduction with its sharded update trains like DDP's and like its own unsharded update, and leaves
 every rank with the same weights.
 
-    python -m benchmarks.gpu_checks                                   # one GPU
-    torchrun --nproc_per_node 2 -m benchmarks.gpu_checks              # the all-reduce inside the graph
+    python -m benchmarks.gpu.gpu_checks                                   # one GPU
+    torchrun --nproc_per_node 2 -m benchmarks.gpu.gpu_checks              # the all-reduce inside the graph
 
 From the same initial weights and batches, runs the eager step and the captured step for `--steps` steps (past the
 warm-up and the capture, through the learning-rate warm-up) and compares every rank's weights and summed loss: they
@@ -25,14 +25,14 @@ import sys
 
 import torch
 
-from benchmarks.models import PLAIN_MLP, SHIPPED_MODEL, SHIPPED_WIDTH, benchmark_model
-from benchmarks.project_trainers import benchmark_session, join_process_group
+from benchmarks.harness.models import PLAIN_MLP, SHIPPED_MODEL, SHIPPED_WIDTH, benchmark_model
+from benchmarks.gpu.project_trainers import benchmark_session, join_process_group
 import sagemaker_distributed as distributed
 from ranker.training import engine
 from ranker.config import PathSwitches
 from ranker.gpu.fused_data_parallel import FusedDataParallel
 from ranker.gpu.fused_embedding import fused_feature_embedding
-from benchmarks.native_harness import NativeHarness
+from benchmarks.gpu.native_harness import NativeHarness
 
 
 def train(cuda_graph: bool, width: int, steps: int, fused: bool = True, model: str = PLAIN_MLP,

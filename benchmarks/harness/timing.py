@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.models import benchmark_model, training_flops_per_sample
+from benchmarks.harness.models import benchmark_model, training_flops_per_sample
 
 
 @dataclass
@@ -64,7 +64,7 @@ class StepWindows:
 class BenchmarkResult:
     trainer: str
     model: str
-    """A benchmarks.models name."""
+    """A benchmarks.harness.models name."""
     width: int
     world_size: int
     nodes: int
@@ -79,7 +79,8 @@ class BenchmarkResult:
 
 def summarise(trainer: str, model: str, width: int, input_features: int, batch_per_rank: int,
               windows: StepWindows, path: str = "") -> BenchmarkResult:
-    """The windows' rates of `trainer` training the benchmark model `model` (benchmarks.models) `width` units wide."""
+    """The windows' rates of `trainer` training the benchmark model `model` (benchmarks.harness.models) `width` units
+    wide."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     nodes = int(os.environ.get("GROUP_WORLD_SIZE", os.environ.get("BENCH_NODES", "1")))
     rates = [batch_per_rank * world_size * windows.steps_per_window / s for s in windows.window_seconds]

@@ -1,4 +1,4 @@
-"""The benchmark's per-step hooks (benchmarks/timing.py, a profiler) inside a Lightning Trainer."""
+"""The benchmark's per-step hooks (benchmarks/harness/timing.py, a profiler) inside a Lightning Trainer."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import lightning as L
 
-from benchmarks.timing import StepWindows
+from benchmarks.harness.timing import StepWindows
 
 
 class OnEveryStep(L.Callback):

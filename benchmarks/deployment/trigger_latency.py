@@ -1,6 +1,6 @@
 """Trigger Lambda latency: cold import of the handler module, first AWS client, and building one request.
 
-Run: `.venv/bin/python -m benchmarks.trigger_latency [--runs 7]`. Prints a table and records it in
+Run: `.venv/bin/python -m benchmarks.deployment.trigger_latency [--runs 7]`. Prints a table and records it in
 docs/benchmarks.md. Targets: cold import < 300 ms, building a request < 1 ms.
 """
 
@@ -15,9 +15,9 @@ import sys
 import timeit
 from pathlib import Path
 
-from benchmarks.report import markdown_table, provenance, write_section
+from benchmarks.harness.report import markdown_table, provenance, write_section
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TRIGGER_DIR = ROOT / "lambda" / "trigger"
 IMPORT_TARGET_MS, BUILD_TARGET_MS = 300.0, 1.0
 # The trigger's package, the metric definitions it is configured with, and the tests' stack environment.

@@ -1,16 +1,16 @@
 """Ranking quality against LightGBM on data that favours trees: the shipped entry points at their shipped defaults,
 launched as users launch them on LETOR text, beside LightGBM lambdarank trained in the same run on the same text.
 
-    python -m benchmarks.ranking_quality --size cpu        # minutes on 2 CPU cores: 1,000 training queries
-    python -m benchmarks.ranking_quality --size gpu        # a GPU host: 10,000 training queries (MSLR-WEB10K-sized)
-    python -m benchmarks.ranking_quality --size gpu --queries 31531   # MSLR-WEB30K-sized
+    python -m benchmarks.ranking.ranking_quality --size cpu   # minutes on 2 CPU cores: 1,000 training queries
+    python -m benchmarks.ranking.ranking_quality --size gpu   # a GPU host: 10,000 training queries (MSLR-WEB10K-sized)
+    python -m benchmarks.ranking.ranking_quality --size gpu --queries 31531   # MSLR-WEB30K-sized
 
 Datasets (`--datasets`, comma-separated):
   search        ranker.data.synthetic_search: heavy-tailed counts, binary flags, relevance from threshold rules and
                 their interactions, label noise, graded labels 0-4, MSLR-like query sizes; a held-out test file of a
                 fifth as many queries (another seed, the same problem)
   tanh          ranker.data.synthetic, the project's other generator (smooth hidden function, which favours an MLP),
-                as benchmarks.time_to_model writes it
+                as benchmarks.ranking.time_to_model writes it
   letor-sample  the LETOR sample that ships with the tests (LightGBM's rank.train example): a fifth of its queries,
                 drawn with seed 0, held out whole as the test file
 Runs on each (`--runs`):
@@ -35,8 +35,8 @@ to model is each run's wall time from launch to its model on disk, text parsing 
 the validation that found the weights it exports (an entry point's epoch, LightGBM's round), which a run stopping
 early learns only a patience later. A second table gives each run's curve: the best validation NDCG@10 (the model it
 would export) at doubling times since launch. LightGBM is a
-benchmark-only peer: `pip install lightgbm==4.7.0` (benchmarks/requirements-ranking-quality.txt). Table on stdout;
-section `ranking-quality-<size>` in docs/benchmarks.md.
+benchmark-only peer: `pip install lightgbm==4.7.0` (benchmarks/ranking/requirements-ranking-quality.txt). Table on
+stdout; section `ranking-quality-<size>` in docs/benchmarks.md.
 
 A call cut short (a machine's time limit: the GPU size takes about ten minutes on 16 cores) resumes: run it again
 with the same `--work DIR`. The data written with the same sizes and every run that finished are kept there, so only
@@ -64,15 +64,15 @@ from ranker.config import TrainConfig
 from ranker.data import synthetic, synthetic_search
 from ranker.data.channels import read_letor_file, split_queries
 
-from benchmarks.gpu_scaling import SAFE_NCCL_ENV
-from benchmarks.models import SHIPPED_MODEL, model_line
-from benchmarks.report import BENCHMARKS_DOC, markdown_table, measured_at, provenance, write_section
-from benchmarks.time_to_model import (ENTRY_POINTS, Run, generate_dataset, machine_description, run_lightgbm,
+from benchmarks.gpu.gpu_scaling import SAFE_NCCL_ENV
+from benchmarks.harness.models import SHIPPED_MODEL, model_line
+from benchmarks.harness.report import BENCHMARKS_DOC, markdown_table, measured_at, provenance, write_section
+from benchmarks.ranking.time_to_model import (ENTRY_POINTS, Run, generate_dataset, machine_description, run_lightgbm,
                                       run_project)
 
 # Where the tests find the sample too (tests/conftest.py): beside the clone, or LETOR_SAMPLE_DIR.
 LETOR_SAMPLE = Path(os.environ.get("LETOR_SAMPLE_DIR",
-                                   Path(__file__).resolve().parents[2] / "shared" / "data" / "letor-sample"))
+                                   Path(__file__).resolve().parents[3] / "shared" / "data" / "letor-sample"))
 SIZES = {"cpu": {"queries": 1_000, "docs_per_query": 20, "features": 136},
          "gpu": {"queries": 10_000, "docs_per_query": 120, "features": 136}}
 # What a pipeline job ran before these defaults: the scripts' former defaults under the stack's former

@@ -1,10 +1,10 @@
 """What each optimisation of the native training step is worth, one at a time, on one GPU.
 
-    python -m benchmarks.gpu_ablation [--widths 1024,4096]
+    python -m benchmarks.gpu.gpu_ablation [--widths 1024,4096]
 
 Starting from the project's step (a CUDA-graphed step over device-resident queries gathered by index, bf16 autocast,
 fused AdamW), each
-variant changes one thing and is timed in the same process under the same protocol as benchmarks/gpu_scaling.py.
+variant changes one thing and is timed in the same process under the same protocol as benchmarks/gpu/gpu_scaling.py.
 The prediction beside each variant was written down before the measurement (METHOD: predict, change, measure).
 """
 
@@ -17,17 +17,17 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.models import PLAIN_MLP, benchmark_model, model_line
-from benchmarks.project_code import DOCS_PER_QUERY
-from benchmarks.project_trainers import benchmark_session
-from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
-from benchmarks.timing import StepWindows, summarise
+from benchmarks.harness.models import PLAIN_MLP, benchmark_model, model_line
+from benchmarks.harness.project_code import DOCS_PER_QUERY
+from benchmarks.gpu.project_trainers import benchmark_session
+from benchmarks.harness.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
+from benchmarks.harness.timing import StepWindows, summarise
 from ranker.training import engine
 from ranker.data.batches import Batch, DeviceQueries, QueryBatches
 from ranker.config import PathSwitches
 from sagemaker_distributed import detect_topology
 from ranker.training.session import Session
-from benchmarks.native_harness import NativeHarness
+from benchmarks.gpu.native_harness import NativeHarness
 
 
 class HostQueryBatches(QueryBatches):

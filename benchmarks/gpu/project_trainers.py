@@ -1,13 +1,14 @@
 """The project's two trainers (native and Lightning) under the benchmark's timing protocol.
 
-The native trainer runs the package's own hot path (benchmarks.native_harness: device-resident queries, index-gathered
-batches, fused bf16 layers, fused AdamW, gradients reduced by FusedDataParallel, the step replayed as a CUDA graph);
+The native trainer runs the package's own hot path (benchmarks.gpu.native_harness: device-resident queries,
+index-gathered batches, fused bf16 layers, fused AdamW, gradients reduced by FusedDataParallel, the step replayed as a
+CUDA graph);
 the Lightning trainer runs train_lightning.py's Trainer and RankingModule (automatic optimization, bf16-mixed, DDP,
 fused AdamW) on the same device-resident queries: synthetic queries of 32 documents, so a batch of 8192 samples is 256
-whole queries. `--model` names the model (benchmarks.models: `plain MLP`, the default, or `shipped model`), `--eager`
-turns the native step's CUDA graph off, `--compile` runs the model through torch.compile.
+whole queries. `--model` names the model (benchmarks.harness.models: `plain MLP`, the default, or `shipped model`),
+`--eager` turns the native step's CUDA graph off, `--compile` runs the model through torch.compile.
 
-Launch: torchrun --nproc_per_node N -m benchmarks.project_trainers --trainer native [--model "shipped model"] \
+Launch: torchrun --nproc_per_node N -m benchmarks.gpu.project_trainers --trainer native [--model "shipped model"] \
             [--eager] [--compile] --results results.jsonl
 """
 
@@ -22,11 +23,11 @@ from pathlib import Path
 import torch
 
 from benchmarks.baselines.common import parse_args
-from benchmarks.lightning_timing import OnEveryStep
-from benchmarks.models import PLAIN_MLP, benchmark_model
-from benchmarks.project_code import DOCS_PER_QUERY
-from benchmarks.project_variants import PROJECT_TRAINERS, REDUCTION_ABLATIONS
-from benchmarks.timing import StepWindows, append_result, summarise
+from benchmarks.harness.lightning_timing import OnEveryStep
+from benchmarks.harness.models import PLAIN_MLP, benchmark_model
+from benchmarks.harness.project_code import DOCS_PER_QUERY
+from benchmarks.gpu.project_variants import PROJECT_TRAINERS, REDUCTION_ABLATIONS
+from benchmarks.harness.timing import StepWindows, append_result, summarise
 import sagemaker_distributed as distributed
 from ranker.training import engine
 from ranker.gpu import fast_paths
@@ -36,14 +37,14 @@ from ranker.lightning.callbacks import MetricLines
 from ranker.lightning.datamodule import RankingDataModule
 from ranker.lightning.module import RankingModule
 from ranker.training.session import Session
-from benchmarks.native_harness import NativeHarness, synthetic_session
+from benchmarks.gpu.native_harness import NativeHarness, synthetic_session
 from train_lightning import build_trainer
 
 
 def benchmark_session(model: ModelConfig, batch_queries: int, topology: Topology, device: torch.device,
                       batches_of_data: int, **train_changes) -> Session:
-    """`model` (benchmarks.models.benchmark_model) on synthetic queries of DOCS_PER_QUERY documents, with a training
-    config that never logs or checkpoints; `train_changes` set other TrainConfig fields."""
+    """`model` (benchmarks.harness.models.benchmark_model) on synthetic queries of DOCS_PER_QUERY documents, with a
+    training config that never logs or checkpoints; `train_changes` set other TrainConfig fields."""
     train = TrainConfig(batch_size=batch_queries, log_every=10**9, checkpoint_every=0, **train_changes)
     return synthetic_session(model, train, topology, device, docs_per_query=DOCS_PER_QUERY,
                              batches_of_data=batches_of_data, work_dir=Path(tempfile.mkdtemp(prefix="bench-")))

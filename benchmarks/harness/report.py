@@ -13,7 +13,7 @@ import shlex
 import sys
 from pathlib import Path
 
-BENCHMARKS_DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+BENCHMARKS_DOC = Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md"
 _HEADER = "# Benchmarks\n\nEach section is written by the benchmark it names; rerun the command shown to refresh it.\n"
 
 

@@ -1,7 +1,7 @@
 """Which torch loads which serving export: `model.pt2` (torch.export) and `model.pt` (TorchScript), each written by
 the torch of one environment and loaded by the torch of every other.
 
-Run: `.venv/bin/python -m benchmarks.export_portability`. The environments are the project's venv and the
+Run: `.venv/bin/python -m benchmarks.deployment.export_portability`. The environments are the project's venv and the
 container-parity environments of the oldest and newest container profiles (local_mode.container.container_envs, built on
 first use). Prints the table and records it in docs/benchmarks.md.
 """
@@ -15,9 +15,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.report import markdown_table, provenance, write_section
+from benchmarks.harness.report import markdown_table, provenance, write_section
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TRAINING_CODE = ROOT / "training_code"
 sys.path.insert(0, str(TRAINING_CODE))
 

@@ -1,9 +1,9 @@
 """GPU throughput and scaling of the project's trainers against naive baselines, in one invocation.
 
-    python -m benchmarks.gpu_scaling                       # on a GPU machine: every trainer, layout and width
-    python -m benchmarks.gpu_scaling --gpu-counts 1,2,4,8 --emulated-hosts 8
+    python -m benchmarks.gpu.gpu_scaling                       # on a GPU machine: every trainer, layout and width
+    python -m benchmarks.gpu.gpu_scaling --gpu-counts 1,2,4,8 --emulated-hosts 8
 
-Two comparisons (the models are benchmarks.models'):
+Two comparisons (the models are benchmarks.harness.models'):
 - the peers: each trainer (native, lightning, naive-ddp, naive-lightning) trains the plain MLP, the model the naive
   baselines train, at each of `--widths`;
 - the shipped model: the project's trainers train the shipped model (encoding, per-feature embeddings, norm, dropout)
@@ -11,8 +11,8 @@ Two comparisons (the models are benchmarks.models'):
   MLP of the same width.
 For each trainer and layout (1 GPU, every GPU count asked for, and N emulated hosts: N torchrun agents with --nnodes N
 on this one machine, one GPU each) it launches the trainer under torchrun, which measures itself over timed windows
-after a warm-up (benchmarks/timing.py). The bf16 matmul rate measured in the same run is the denominator of
-model-FLOPs utilisation (the FLOPs each model's layers and embeddings do, benchmarks.models).
+after a warm-up (benchmarks/harness/timing.py). The bf16 matmul rate measured in the same run is the denominator of
+model-FLOPs utilisation (the FLOPs each model's layers and embeddings do, benchmarks.harness.models).
 Results: a table on stdout, a section in docs/benchmarks.md, a scaling plot beside it, raw JSON lines.
 """
 
@@ -31,11 +31,12 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.models import PLAIN_MLP, SHIPPED_MODEL, SHIPPED_WIDTH, model_line
-from benchmarks.project_variants import PROJECT_TRAINERS, REDUCTION_ABLATIONS
-from benchmarks.report import BENCHMARKS_DOC, command_line, markdown_table, measured_at, provenance, write_section
+from benchmarks.harness.models import PLAIN_MLP, SHIPPED_MODEL, SHIPPED_WIDTH, model_line
+from benchmarks.gpu.project_variants import PROJECT_TRAINERS, REDUCTION_ABLATIONS
+from benchmarks.harness.report import (BENCHMARKS_DOC, command_line, markdown_table, measured_at, provenance,
+                                       write_section)
 
-TRAINER_MODULES = {**dict.fromkeys(PROJECT_TRAINERS, "benchmarks.project_trainers"),
+TRAINER_MODULES = {**dict.fromkeys(PROJECT_TRAINERS, "benchmarks.gpu.project_trainers"),
                    "naive-ddp": "benchmarks.baselines.naive_ddp",
                    "naive-lightning": "benchmarks.baselines.naive_lightning"}
 # Trainers measured against another's 1-GPU figure: how gradients are reduced only matters with several GPUs.
@@ -66,7 +67,7 @@ def launch_commands(layout: Layout, trainer: str,
                     trainer_args: list[str]) -> Iterator[tuple[list[str], dict[str, str]]]:
     """torchrun command lines (one per emulated host) and the extra environment of each."""
     module = TRAINER_MODULES[trainer]
-    extra = ["--trainer", trainer] if module == "benchmarks.project_trainers" else []
+    extra = ["--trainer", trainer] if module == "benchmarks.gpu.project_trainers" else []
     tail = ["-m", module, *extra, *trainer_args]
     if layout.hosts == 1:
         devices = ",".join(str(index) for index in range(layout.gpus))
@@ -306,7 +307,7 @@ def render(args: argparse.Namespace, results_path: Path, run: dict) -> None:
         f"(ranker.gpu.fused_data_parallel) and, where the layers make several buckets (width 4096), each rank runs AdamW "
         f"on its shard of them beside the backward pass (ranker.gpu.sharded_optimizer; `native-replicated-update` runs "
         f"the whole update on every rank); Lightning runs train_lightning.py's Trainer and module (automatic optimization, "
-        f"DDP, bf16-mixed, fused AdamW; benchmarks.lightning_vs_native splits its gap per step)\n"
+        f"DDP, bf16-mixed, fused AdamW; benchmarks.gpu.lightning_vs_native splits its gap per step)\n"
         + (f"- {args.note}\n" if args.note else "") + "\n"
         f"{table}\n\n![scaling]({plot_path.name})\n\n{paths_taken(results)}"
     )
