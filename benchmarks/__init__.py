@@ -14,6 +14,7 @@ benchmarks.ROOM.NAME` runs from the repository root as it is.
 import sys
 from pathlib import Path
 
-TRAINING_CODE = Path(__file__).resolve().parents[1] / "training_code"
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+TRAINING_CODE = PROJECT_ROOT / "training_code"
 if str(TRAINING_CODE) not in sys.path:
     sys.path.insert(0, str(TRAINING_CODE))

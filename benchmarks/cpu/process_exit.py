@@ -17,10 +17,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.harness.project_code import TRAINING_CODE
-from benchmarks.ranking.ranking_quality import LETOR_SAMPLE
+from benchmarks.harness.machine import machine_description
+from benchmarks.harness.project_code import LETOR_SAMPLE, TRAINING_CODE
 from benchmarks.harness.report import markdown_table, provenance, write_section
-from benchmarks.ranking.time_to_model import machine_description, run_timed
+from benchmarks.harness.timed_run import run_timed
 
 ENTRY_POINTS = ("train_ddp.py", "train_lightning.py")
 # Runs an entry point as `python ENTRY ...` does; "python-exit" ends it through sys.exit(0) where it would leave.

@@ -23,9 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.harness.machine import machine_description
+from benchmarks.harness.project_code import PROJECT_ROOT
 from benchmarks.harness.report import markdown_table, provenance, write_section
-from benchmarks.ranking.time_to_model import machine_description
-from local_mode.aws.synthesized_app import PROJECT_ROOT
 from stacks.training_code_modules import training_code_module
 
 # Builds one profile's environment and prints its folder; "pip" makes uv unreachable, as on a machine without it.

@@ -15,11 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks.harness.project_code import TRAINING_CODE
 from benchmarks.harness.report import markdown_table, provenance, write_section
-
-ROOT = Path(__file__).resolve().parents[2]
-TRAINING_CODE = ROOT / "training_code"
-sys.path.insert(0, str(TRAINING_CODE))
 
 # The reference architecture at a small width, log1p on: what a job writes, with preprocessing in the exports.
 _WRITE = """

@@ -13,15 +13,14 @@ import statistics
 import subprocess
 import sys
 import timeit
-from pathlib import Path
 
+from benchmarks.harness.project_code import PROJECT_ROOT, TRAINING_CODE
 from benchmarks.harness.report import markdown_table, provenance, write_section
 
-ROOT = Path(__file__).resolve().parents[2]
-TRIGGER_DIR = ROOT / "lambda" / "trigger"
+TRIGGER_DIR = PROJECT_ROOT / "lambda" / "trigger"
 IMPORT_TARGET_MS, BUILD_TARGET_MS = 300.0, 1.0
 # The trigger's package, the metric definitions it is configured with, and the tests' stack environment.
-for path in (TRIGGER_DIR, ROOT / "training_code", ROOT / "tests" / "unit"):
+for path in (TRIGGER_DIR, TRAINING_CODE, PROJECT_ROOT / "tests" / "unit"):
     sys.path.insert(0, str(path))
 
 # Each run is a fresh interpreter, so nothing is cached in sys.modules: the Lambda cold start's import phase.

@@ -43,8 +43,8 @@ from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel
 
-from benchmarks.gpu.gpu_scaling import SAFE_NCCL_ENV, machine_description
 from benchmarks.gpu.native_harness import NativeHarness
+from benchmarks.harness.machine import SAFE_NCCL_ENV, gpu_machine_description
 from benchmarks.harness.project_code import DOCS_PER_QUERY
 from benchmarks.harness.models import PLAIN_MLP, benchmark_model, model_line
 from benchmarks.gpu.project_trainers import benchmark_session, join_process_group
@@ -580,7 +580,7 @@ def main(argv: list[str] | None = None) -> None:
         for stale in ("results.jsonl", "failures.jsonl"):
             (raw_dir / stale).unlink(missing_ok=True)
         cuda = torch.cuda.is_available()
-        machine = machine_description() if cuda else f"CPU only (smoke run, gloo); torch {torch.__version__}"
+        machine = gpu_machine_description() if cuda else f"CPU only (smoke run, gloo); torch {torch.__version__}"
         (raw_dir / "run.json").write_text(json.dumps({"machine": machine, "command": command_line(),
                                                       "measured": measured_at(), "cuda": cuda}))
         run_all(args, names, raw_dir)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.harness.machine import SAFE_NCCL_ENV, gpu_machine_description
 from benchmarks.harness.models import PLAIN_MLP, SHIPPED_MODEL, SHIPPED_WIDTH, model_line
 from benchmarks.gpu.project_variants import PROJECT_TRAINERS, REDUCTION_ABLATIONS
 from benchmarks.harness.report import (BENCHMARKS_DOC, command_line, markdown_table, measured_at, provenance,
@@ -42,8 +43,6 @@ TRAINER_MODULES = {**dict.fromkeys(PROJECT_TRAINERS, "benchmarks.gpu.project_tra
 # Trainers measured against another's 1-GPU figure: how gradients are reduced only matters with several GPUs.
 MULTI_GPU_ONLY = dict.fromkeys(REDUCTION_ABLATIONS, "native")
 NAIVE_TRAINERS = ("naive-ddp", "naive-lightning")
-# NVLink multicast stays off on shared machines (it can take a host's GPUs out of service).
-SAFE_NCCL_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
 @dataclass(frozen=True)
@@ -124,19 +123,6 @@ def measure_bf16_matmul_tflops(size: int = 8192, repeats: int = 20) -> float:
     del a, b
     torch.cuda.empty_cache()
     return 2 * size**3 / sorted(times)[len(times) // 2] / 1e12
-
-
-def machine_description() -> str:
-    if not torch.cuda.is_available():
-        return "CPU only (smoke run)"
-    name = torch.cuda.get_device_name(0)
-    nccl = ".".join(str(part) for part in torch.cuda.nccl.version())
-    import lightning
-
-    return (
-        f"{torch.cuda.device_count()} x {name}; torch {torch.__version__}, CUDA {torch.version.cuda}, "
-        f"NCCL {nccl}, Lightning {lightning.__version__}"
-    )
 
 
 def analyse(results: list[dict], matmul_tflops: float | None) -> tuple[list[str], list[list[object]]]:
@@ -241,7 +227,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.render_only:
         results_path.unlink(missing_ok=True)
         # Written first, so a run cut short can still be rendered later with --render-only.
-        run_path.write_text(json.dumps({"machine": machine_description(), "command": command_line(),
+        run_path.write_text(json.dumps({"machine": gpu_machine_description(), "command": command_line(),
                                         "measured": measured_at(),
                                         "matmul_tflops": measure_bf16_matmul_tflops() if gpus else None}))
         run_layouts(args, layouts, results_path, raw_dir)

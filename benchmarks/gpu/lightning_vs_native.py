@@ -28,7 +28,8 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.gpu.gpu_scaling import Layout, machine_description, run_layout
+from benchmarks.gpu.gpu_scaling import Layout, run_layout
+from benchmarks.harness.machine import gpu_machine_description
 from benchmarks.harness.models import PLAIN_MLP, model_line
 from benchmarks.harness.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
 
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     table = markdown_table(headers, rows)
     print(table)
     print("\n".join(findings))
-    body = (f"{provenance(machine_description())}\n{model_line([PLAIN_MLP])}\n- Layout: {layout.label}; {args.features} "
+    body = (f"{provenance(gpu_machine_description())}\n{model_line([PLAIN_MLP])}\n- Layout: {layout.label}; {args.features} "
             f"input features, batch {args.batch_size} samples per GPU ({args.batch_size // 32} queries of 32 documents), "
             f"synthetic data; median of {args.windows} windows of {args.steps_per_window} steps after "
             f"{args.warmup_steps} warm-up steps\n" + "".join(f"- {line}\n" for line in findings) + f"\n{table}\n")

@@ -13,7 +13,9 @@ import shlex
 import sys
 from pathlib import Path
 
-BENCHMARKS_DOC = Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md"
+from benchmarks import PROJECT_ROOT
+
+BENCHMARKS_DOC = PROJECT_ROOT / "docs" / "benchmarks.md"
 _HEADER = "# Benchmarks\n\nEach section is written by the benchmark it names; rerun the command shown to refresh it.\n"
 
 

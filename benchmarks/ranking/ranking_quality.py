@@ -64,15 +64,12 @@ from ranker.config import TrainConfig
 from ranker.data import synthetic, synthetic_search
 from ranker.data.channels import read_letor_file, split_queries
 
-from benchmarks.gpu.gpu_scaling import SAFE_NCCL_ENV
+from benchmarks.harness.machine import SAFE_NCCL_ENV, machine_description
 from benchmarks.harness.models import SHIPPED_MODEL, model_line
+from benchmarks.harness.project_code import LETOR_SAMPLE
 from benchmarks.harness.report import BENCHMARKS_DOC, markdown_table, measured_at, provenance, write_section
-from benchmarks.ranking.time_to_model import (ENTRY_POINTS, Run, generate_dataset, machine_description, run_lightgbm,
-                                      run_project)
+from benchmarks.ranking.time_to_model import ENTRY_POINTS, Run, generate_dataset, run_lightgbm, run_project
 
-# Where the tests find the sample too (tests/conftest.py): beside the clone, or LETOR_SAMPLE_DIR.
-LETOR_SAMPLE = Path(os.environ.get("LETOR_SAMPLE_DIR",
-                                   Path(__file__).resolve().parents[3] / "shared" / "data" / "letor-sample"))
 SIZES = {"cpu": {"queries": 1_000, "docs_per_query": 20, "features": 136},
          "gpu": {"queries": 10_000, "docs_per_query": 120, "features": 136}}
 # What a pipeline job ran before these defaults: the scripts' former defaults under the stack's former

@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks.gpu.gpu_scaling import SAFE_NCCL_ENV
+from benchmarks.harness.machine import SAFE_NCCL_ENV, machine_description
 from benchmarks.harness.models import SHIPPED_MODEL, model_line
 from benchmarks.ranking.ranking_quality import SIZES, variant_flags, write_search, written_data
 from benchmarks.harness.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
-from benchmarks.ranking.time_to_model import ENTRY_POINTS, Run, held_out_ndcg_at_10, machine_description, run_project
+from benchmarks.ranking.time_to_model import ENTRY_POINTS, Run, held_out_ndcg_at_10, run_project
 from ranker.data.channels import read_letor_file
 from ranker.model.export import load_scorer
 

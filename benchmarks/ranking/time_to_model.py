@@ -25,7 +25,6 @@ import argparse
 import importlib.util
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,9 +37,10 @@ import numpy as np
 import torch
 
 from benchmarks.baselines.lightgbm_lambdarank import PARAMS as LIGHTGBM_PARAMS
-from benchmarks.gpu.gpu_scaling import SAFE_NCCL_ENV
+from benchmarks.harness.machine import SAFE_NCCL_ENV, machine_description
 from benchmarks.harness.project_code import TRAINING_CODE
 from benchmarks.harness.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
+from benchmarks.harness.timed_run import run_timed
 from ranker.data import host_cache
 from ranker.data import synthetic
 from ranker.data.letor_parser import available_cores
@@ -105,23 +105,6 @@ def launch_command(script: Path, gpus: int, arguments: list[str]) -> list[str]:
         return [sys.executable, str(script), *arguments]
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={gpus}", str(script),
             *arguments]
-
-
-def run_timed(command: list[str], cwd: Path, env: dict[str, str], log: Path) -> list[tuple[float, str]]:
-    """Runs `command`, stamping each output line with the seconds since launch as it arrives."""
-    started = time.perf_counter()
-    lines = []
-    with subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          bufsize=1) as process, log.open("w", buffering=1) as record:  # a line on disk as it comes
-        for line in process.stdout:
-            lines.append((time.perf_counter() - started, line.rstrip("\n")))
-            record.write(f"{lines[-1][0]:9.3f} {line}")
-        returncode = process.wait()
-    lines.append((time.perf_counter() - started, "<exit>"))
-    if returncode:
-        tail = "\n".join(text for _, text in lines[-40:])
-        raise RuntimeError(f"{command} failed with exit code {returncode}; log {log}:\n{tail}")
-    return lines
 
 
 def project_events(lines: list[tuple[float, str]]) -> tuple[dict[str, float], float]:
@@ -270,13 +253,6 @@ def render(runs: list[Run], args: argparse.Namespace, dataset: dict[str, object]
             "`log_every` steps); training to the last training metric line (with per-epoch validation); "
             "evaluation the final validation and test scoring; saving the model, export and exit\n\n"
             f"{markdown_table(headers, rows)}\n\n{payoff_statement(runs, args.epochs)}\n")
-
-
-def machine_description(device: str) -> str:
-    cores = f"{available_cores()} CPU cores"
-    if device == "cuda":
-        return f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}, {cores}; torch {torch.__version__}"
-    return f"CPU only, {cores}; torch {torch.__version__}"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
