@@ -8,11 +8,11 @@ import functools
 import threading
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any
 
 from local_mode.job_runtime.job_runner import RunnerSettings, run_job
 from local_mode.aws.local_clients import LOCAL_REGION, local_client
-from local_mode.sagemaker_api.request_validation import validate_request
+from local_mode.sagemaker_api.operations import Handler, dispatch, request_stop, stop_and_wait
 from local_mode.sagemaker_api.service_errors import ServiceError, validation_error
 from local_mode.job_runtime.training_job import TrainingJob
 
@@ -28,18 +28,6 @@ JobLogSink = Callable[[str, str, str], None]  # (job name, host, line)
 
 def ignore_log_line(job_name: str, host: str, line: str) -> None:
     """The default log sink: each host's log file already holds every line."""
-
-
-Handler = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-def dispatch(handlers: dict[str, Handler], operation: str, params: dict[str, Any]) -> dict[str, Any]:
-    """Answer one API call by its X-Amz-Target operation name, after the service model's checks."""
-    if operation not in handlers:
-        raise ServiceError("UnknownOperationException",
-                           f"local SageMaker serves {sorted(handlers)}; {operation!r} is not one of them")
-    validate_request(operation, params)
-    return handlers[operation](params)
 
 
 class TrainingJobService:
@@ -145,30 +133,3 @@ def _matches(job: TrainingJob, params: dict[str, Any]) -> bool:
             if (job.creation_time >= bound) if before else (job.creation_time <= bound):
                 return False
     return True
-
-
-class StoppableJob(Protocol):
-    """What the Stop* calls and shutdown need of a training or tuning job."""
-
-    status: str
-    finished: threading.Event
-
-    def request_stop(self) -> None: ...
-
-
-def request_stop(job: StoppableJob, kind: str) -> dict[str, Any]:
-    """A Stop* call on `job` (a training or tuning job, `kind` naming it as SageMaker does): refused unless it is
-    running, as the service refuses it."""
-    if job.status != "InProgress":
-        raise validation_error(f"The request was rejected because the {kind} is in status {job.status}.")
-    job.request_stop()
-    return {}
-
-
-def stop_and_wait(jobs: list[StoppableJob], timeout_s: float) -> None:
-    """Asks every running job of `jobs` to stop, then waits up to `timeout_s` for each to finish."""
-    running = [job for job in jobs if job.status == "InProgress"]
-    for job in running:
-        job.request_stop()
-    for job in running:
-        job.finished.wait(timeout_s)

@@ -20,8 +20,8 @@ from typing import Any
 from local_mode.aws.local_clients import LOCAL_REGION
 from local_mode.sagemaker_api.request_validation import validate_request
 from local_mode.sagemaker_api.service_errors import ServiceError, validation_error
-from local_mode.sagemaker_api.training_job_service import (Handler, TrainingJobService, check_training_request,
-                                                           dispatch, request_stop, stop_and_wait)
+from local_mode.sagemaker_api.operations import Handler, dispatch, request_stop, stop_and_wait
+from local_mode.sagemaker_api.training_job_service import TrainingJobService, check_training_request
 from local_mode.sagemaker_api.tuning_job import Trial, TuningJob, trial_training_request
 from local_mode.sagemaker_api.tuning_search import emulation_notes, parse_ranges, trial_hyperparameters
 
