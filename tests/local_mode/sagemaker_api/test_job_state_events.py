@@ -21,7 +21,7 @@ from local_mode.sagemaker_api.tuning_job import trial_training_request
 JOB = "ranker-web-2026-11-01-2fc0bef5c3"
 ACCOUNT = "123456789012"
 ARN = f"arn:aws:sagemaker:us-east-1:{ACCOUNT}"
-SAMPLE = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "aws_events" /
+SAMPLE = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "aws_events" /
                      "sagemaker_training_job_state_change.json").read_text())
 # Beside the sample's fields: EventBridge's schema of the event adds ModelArtifacts, and a failed job's event carries
 # FailureReason (the sample is a completed job's).

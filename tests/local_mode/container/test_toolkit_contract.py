@@ -21,7 +21,7 @@ from local_mode.aws.s3_transfer import split_s3_uri
 
 pytestmark = pytest.mark.slow
 
-SCRIPTS = Path(__file__).parent / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 RUN_UNDER_TOOLKIT = """
 from sagemaker_training import entry_point, environment

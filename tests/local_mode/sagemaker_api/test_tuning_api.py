@@ -1,8 +1,9 @@
 """The tuning API of local SageMaker through a real boto3 client over HTTP: trials run through the training-job
 runner, at most MaxParallelTrainingJobs at a time, named, scored and ranked as the service does.
 
-The trials run scripts/score_flags.py, whose objective is `epoch / (epoch + 1) - |log10(learning rate) + 2| / 10`
-for its last epoch: each test knows every trial's objective from its tuned values alone.
+The trials run tests/local_mode/scripts/score_flags.py, whose objective is
+`epoch / (epoch + 1) - |log10(learning rate) + 2| / 10` for its last epoch: each test knows every trial's objective
+from its tuned values alone.
 """
 
 from __future__ import annotations

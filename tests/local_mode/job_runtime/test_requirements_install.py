@@ -19,7 +19,7 @@ from local_mode.sagemaker_api.training_job_service import TrainingJobService
 
 pytestmark = pytest.mark.slow
 
-SCRIPTS = Path(__file__).parent / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 ARTIFACTS_BUCKET = "local-mode-test-artifacts"  # created by conftest's moto fixture
 
 

@@ -3,8 +3,8 @@ launched it, and a `ShardedByS3Key` training channel dealt out across the hosts 
 while the other channels reach every host; a script learns which from sagemaker_distributed, as in the cloud. Last,
 the same from a dataset's manifest.json through the whole pipeline (trigger included).
 
-The entry point (scripts/record_job_view.py) is bundled with sagemaker_distributed beside it, as the stack bundles
-any source folder, and records what each process saw in its host's model folder.
+The entry point (tests/local_mode/scripts/record_job_view.py) is bundled with sagemaker_distributed beside it, as the
+stack bundles any source folder, and records what each process saw in its host's model folder.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ TORCH_DISTRIBUTED = {"sagemaker_torch_distributed_enabled": "true", "sagemaker_i
 SMDDP = {"sagemaker_distributed_dataparallel_enabled": "true", "sagemaker_instance_type": '"ml.m5.xlarge"',
          "sagemaker_distributed_dataparallel_custom_mpi_options": '""'}
 PROCESSES_PER_HOST = 2
-SCRIPTS = Path(__file__).parent / "scripts"
-TRAINING_CODE = Path(__file__).resolve().parents[2] / "training_code"
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+TRAINING_CODE = Path(__file__).resolve().parents[3] / "training_code"
 BUCKET = "local-mode-test-job-view"
 SHARDED_ROOT = f"s3://{BUCKET}/datasets/sharded/v1/"
 TRAIN_OBJECTS = ("part-0.txt", "part-1.txt", "part-2.txt", "nested/part-3.txt")
@@ -41,7 +41,7 @@ VALIDATION_OBJECTS = ("held-out-0.txt", "held-out-1.txt")
 
 @pytest.fixture(scope="module")
 def bundle_with_package(moto, tmp_path_factory) -> str:
-    """scripts/ with sagemaker_distributed beside it, packed as the stack packs a source folder."""
+    """tests/local_mode/scripts/ with sagemaker_distributed beside it, packed as the stack packs a source folder."""
     moto.create_buckets([BUCKET])
     members = bundle_members(SCRIPTS, (TRAINING_CODE / "sagemaker_distributed",))
     archive = pack_members(members, tmp_path_factory.mktemp("bundle") / "sourcedir.tar.gz")
@@ -147,7 +147,7 @@ def test_a_sharded_train_channel_gives_each_host_its_own_half_and_tells_the_scri
 
 @pytest.fixture(scope="module")
 def recording_pipeline(moto, tmp_path_factory) -> Iterator[LocalPipeline]:
-    """The stacks synthesized for scripts/ as a source folder of its own (`-c source_dir=... -c
+    """The stacks synthesized for tests/local_mode/scripts/ as a source folder of its own (`-c source_dir=... -c
     entry_point=record_job_view.py`, sagemaker_distributed bundled beside it), two processes on each host."""
     context = {"framework_version": "2.2.0", "source_dir": str(SCRIPTS), "entry_point": "record_job_view.py",
                "metric_definitions": "[]"}
