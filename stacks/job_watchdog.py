@@ -21,7 +21,7 @@ from stacks.project_function import add_project_function
 # A sweep lists the project's running jobs and reads a few log streams of each: seconds, with room for backoff.
 TIMEOUT_SECONDS = 120
 # What each sweep puts out, in the project's namespace with its `service` dimension (Powertools' EMF): how many running
-# jobs it could not check (job_watchdog/service.py's JOBS_UNCHECKED; a test holds the two equal).
+# jobs it could not check (job_watchdog/metric_names.py's JOBS_UNCHECKED; a test holds the two equal).
 UNCHECKED_JOBS_METRIC = "TrainingJobsUnchecked"
 
 
