@@ -41,6 +41,7 @@ _CDK_FUNCTION_SKIPS = {
     "CKV_AWS_115": "CDK-provided deployment-time handler: runs once per deployment, concurrency is not a risk",
     "CKV_AWS_116": "CDK-provided deployment-time handler: CloudFormation retries and reports its failures",
     "CKV_AWS_117": "CDK-provided deployment-time handler: talks to AWS APIs only, a VPC would add nothing",
+    "CKV_AWS_173": "CDK-provided deployment-time handler: its environment holds CDK's own settings, no secret",
 }
 
 
