@@ -47,9 +47,11 @@ def _sdk_channel(name: str, uri: str) -> dict[str, Any]:
 def launch_channels(spec: TrainingJobSpec, settings: Settings) -> list[dict[str, Any]]:
     """The `code` and `sm_drivers` channels of the job's script and driver."""
     files = f"s3://{settings.artifacts_bucket}/{settings.model_trainer['prefix']}"
-    driver = MODEL_TRAINER_DRIVERS[spec.distribution]
-    return [_sdk_channel(CODE_CHANNEL, files + code_folder()),
-            _sdk_channel(DRIVERS_CHANNEL, files + drivers_folder(driver, spec.entry_point))]
+    channels = [_sdk_channel(CODE_CHANNEL, files + code_folder())]
+    driver = MODEL_TRAINER_DRIVERS.get(spec.distribution)
+    if driver is not None:  # a distribution without one is refused before any call (launch_request_errors)
+        channels.append(_sdk_channel(DRIVERS_CHANNEL, files + drivers_folder(driver, spec.entry_point)))
+    return channels
 
 
 def build_model_trainer_request(spec: TrainingJobSpec, settings: Settings) -> dict[str, Any]:
