@@ -103,7 +103,7 @@ def content_prefix(files: Mapping[str, bytes]) -> str:
     digest = hashlib.sha256()
     for name, data in sorted(files.items()):
         digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
-    return f"{layout.KEY_PREFIX}{digest.hexdigest()[:16]}/"
+    return f"{layout.KEY_PREFIX}{digest.hexdigest()}/"
 
 
 class ModelTrainerFiles(Construct):
