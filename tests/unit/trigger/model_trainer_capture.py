@@ -2,7 +2,7 @@
 environment's Python (.venv-sdk3), which holds v3; test_model_trainer_conformance.py starts it.
 
 Reads a JSON list of jobs on stdin, each the arguments a user would give ModelTrainer, as plain JSON (`trainer`, the
-constructor's; `metric_definitions`; `channels`), and prints, per job, the CreateTrainingJob request and the files it
+constructor's; `metric_definitions`, `retry_attempts`, `tensorboard`: its `with_*` methods'; `channels`), and prints, per job, the CreateTrainingJob request and the files it
 uploaded for each channel. Nothing leaves the machine: the boto3 session has fake credentials, and a `before-send`
 hook answers every call as AWS would for a principal that may do it (an S3 upload is kept, not sent) and stops at
 CreateTrainingJob, whose parameters a `before-parameter-build` hook has read after botocore validated them.
@@ -30,8 +30,10 @@ from sagemaker.train.configs import (  # noqa: E402
     InputData,
     Networking,
     OutputDataConfig,
+    RetryStrategy,
     SourceCode,
     StoppingCondition,
+    TensorBoardOutputConfig,
 )
 from sagemaker.train.distributed import Torchrun  # noqa: E402
 from sagemaker.train.model_trainer import ModelTrainer  # noqa: E402
@@ -117,8 +119,13 @@ def _trainer(job: dict[str, Any], session: Session) -> ModelTrainer:
         base_job_name=arguments["base_job_name"],
         sagemaker_session=session,
     )
-    return trainer.with_metric_definitions([MetricDefinition(name=item["Name"], regex=item["Regex"])
-                                            for item in job["metric_definitions"]])
+    trainer = trainer.with_metric_definitions([MetricDefinition(name=item["Name"], regex=item["Regex"])
+                                               for item in job["metric_definitions"]])
+    if job.get("retry_attempts"):
+        trainer = trainer.with_retry_strategy(RetryStrategy(maximum_retry_attempts=job["retry_attempts"]))
+    if job.get("tensorboard"):
+        trainer = trainer.with_tensorboard_output_config(TensorBoardOutputConfig(**job["tensorboard"]))
+    return trainer
 
 
 def capture(job: dict[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from stacks.model_trainer_sdk import SDK3_VENV, model_trainer_sdk
 from stacks.source_layout import PROJECT_ROOT, bundle_members
 from training_trigger.model_trainer_layout import CODE_CHANNEL, DRIVERS_CHANNEL
 from training_trigger.model_trainer_request import build_model_trainer_request
-from training_trigger.request import CHECKPOINT_LOCAL_PATH
+from training_trigger.request import CHECKPOINT_LOCAL_PATH, TENSORBOARD_LOCAL_PATH
 
 from trigger.sample_inputs import job_spec, stack_settings
 
@@ -32,6 +32,7 @@ SOURCE_DIR = "training_code"
 MEMBERS = bundle_members(PROJECT_ROOT / SOURCE_DIR, (PROJECT_ROOT / SOURCE_DIR / "sagemaker_distributed",))
 KMS_KEY = "arn:aws:kms:eu-west-1:123456789012:key/1a2b"
 DISTRIBUTIONS = ("none", "torch_distributed")
+WARM_POOL = "warm pool"  # the other options a ModelTrainer sets with its with_* methods
 
 
 def _production_job(distribution: str):
@@ -49,6 +50,20 @@ def _production_job(distribution: str):
     return settings, spec
 
 
+def _warm_pool_job():
+    """One host of train_lightning.py with a warm pool, retries, TensorBoard uploads and FastFile input (no spot,
+    which warm pools exclude), under the model_trainer launch."""
+    settings = stack_settings(keep_alive_seconds=1800, job_retry_attempts=3, input_mode="FastFile",
+                              model_trainer=model_trainer_settings(MEMBERS, source_dir=SOURCE_DIR))
+    spec = job_spec(entry_point="train_lightning.py", distribution="none", instance_type="ml.g5.2xlarge",
+                    launch="model_trainer", tensorboard=True)
+    return settings, spec
+
+
+def _job(name: str):
+    return _warm_pool_job() if name == WARM_POOL else _production_job(name)
+
+
 def model_trainer_arguments(settings, spec) -> dict[str, Any]:
     """The ModelTrainer a user would write for this job: each argument from the trigger field it stands for."""
     volume_key = None if spec.instance_type == "ml.p4d.24xlarge" else settings.kms_key_arn  # local NVMe: no key
@@ -60,8 +75,10 @@ def model_trainer_arguments(settings, spec) -> dict[str, Any]:
                             "requirements": "requirements.txt", "ignore_patterns": IGNORE_PATTERNS},
             "compute": {"instance_type": spec.instance_type, "instance_count": spec.instance_count,
                         "volume_size_in_gb": settings.volume_size_gb, "volume_kms_key_id": volume_key,
-                        "enable_managed_spot_training": spec.spot},
-            "networking": {"subnets": list(settings.subnet_ids), "security_group_ids": list(settings.security_group_ids),
+                        "enable_managed_spot_training": spec.spot,
+                        "keep_alive_period_in_seconds": settings.keep_alive_seconds or None},
+            "networking": {"subnets": list(settings.subnet_ids) or None,
+                           "security_group_ids": list(settings.security_group_ids) or None,
                            "enable_network_isolation": settings.enable_network_isolation,
                            "enable_inter_container_traffic_encryption": settings.enable_inter_container_encryption},
             "stopping_condition": {"max_runtime_in_seconds": spec.max_runtime,
@@ -77,6 +94,9 @@ def model_trainer_arguments(settings, spec) -> dict[str, Any]:
             "base_job_name": settings.job_name_prefix,
         },
         "metric_definitions": [dict(definition) for definition in settings.metric_definitions],
+        "retry_attempts": settings.job_retry_attempts,
+        "tensorboard": {"s3_output_path": f"{settings.output_s3_uri}{spec.job_name}/tensorboard/",
+                        "local_path": TENSORBOARD_LOCAL_PATH} if spec.tensorboard else None,
         "channels": [[name, uri, spec.train_data_distribution if name == "train" else "FullyReplicated"]
                      for name, uri in spec.channels.items()],
     }
@@ -88,11 +108,11 @@ def captured() -> dict[str, dict[str, Any]]:
     python = SDK3_VENV / "bin" / "python"
     if not python.exists():
         pytest.fail(f"{python} is missing: run `make setup` (it builds .venv-sdk3 from requirements-sdk3.txt)")
-    jobs = [model_trainer_arguments(*_production_job(distribution)) for distribution in DISTRIBUTIONS]
+    jobs = [model_trainer_arguments(*_job(name)) for name in (*DISTRIBUTIONS, WARM_POOL)]
     result = subprocess.run([str(python), str(CAPTURE)], input=json.dumps(jobs), capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr[-4000:]
-    return dict(zip(DISTRIBUTIONS, json.loads(result.stdout)))
+    return dict(zip((*DISTRIBUTIONS, WARM_POOL), json.loads(result.stdout)))
 
 
 def _channel_files(capture: dict[str, Any], channel: str) -> dict[str, bytes]:
@@ -111,13 +131,14 @@ def _without_upload_prefixes(request: dict[str, Any]) -> dict[str, Any]:
     return {**{key: value for key, value in request.items() if key != "TrainingJobName"}, "InputDataConfig": channels}
 
 
-@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
-def test_the_request_is_the_one_model_trainer_sends(captured, distribution):
-    # Given a production job on 2 x ml.p4d.24xlarge (spot, KMS, VPC, environment, sharded train channel)
-    settings, spec = _production_job(distribution)
+@pytest.mark.parametrize("job", [*DISTRIBUTIONS, WARM_POOL])
+def test_the_request_is_the_one_model_trainer_sends(captured, job):
+    # Given a production job on 2 x ml.p4d.24xlarge (spot, KMS, VPC, environment, sharded train channel) under each
+    # driver, or one host with a warm pool, retries and TensorBoard uploads
+    settings, spec = _job(job)
     # When the trigger builds the model_trainer launch's request, and ModelTrainer sends its own
     ours = build_model_trainer_request(spec, settings)
-    sdk = captured[distribution]["request"]
+    sdk = captured[job]["request"]
     # Then they are equal field by field, apart from the job name and where each put its two channels' files
     assert set(ours) == set(sdk)
     ours_compared, sdk_compared = _without_upload_prefixes(ours), _without_upload_prefixes(sdk)
@@ -125,6 +146,9 @@ def test_the_request_is_the_one_model_trainer_sends(captured, distribution):
         assert ours_compared[name] == sdk_compared[name], name
     assert sdk["AlgorithmSpecification"]["ContainerEntrypoint"] == ["/bin/bash"]
     assert "sagemaker_program" not in ours["HyperParameters"]
+    if job == WARM_POOL:
+        assert (sdk["ResourceConfig"]["KeepAlivePeriodInSeconds"], sdk["RetryStrategy"]["MaximumRetryAttempts"],
+                sdk["TensorBoardOutputConfig"]["LocalPath"]) == (1800, 3, TENSORBOARD_LOCAL_PATH)
 
 
 @pytest.mark.parametrize("distribution", DISTRIBUTIONS)
