@@ -87,12 +87,11 @@ def launch_files(members: Mapping[str, Path], *, source_dir: str, sdk: ModelTrai
 
 def model_trainer_settings(members: Mapping[str, Path], *, source_dir: str,
                            sdk: ModelTrainerSdk | None = None) -> dict[str, Any]:
-    """What the trigger needs to send the launch's request (its settings file's `model_trainer`): the files'
-    prefix, the scripts with drivers, and the entrypoint and arguments the pinned SDK sends."""
+    """What the trigger needs to send the launch's request (its settings file's `model_trainer`): the files' prefix,
+    and the entrypoint and arguments the pinned SDK sends."""
     sdk = sdk or model_trainer_sdk()
     return {
         "prefix": content_prefix(launch_files(members, source_dir=source_dir, sdk=sdk)),
-        "entry_points": profiles.model_trainer_scripts(members),
         "container_entrypoint": list(sdk.constants["DEFAULT_CONTAINER_ENTRYPOINT"]),
         "container_arguments": list(sdk.constants["DEFAULT_CONTAINER_ARGUMENTS"]),
     }

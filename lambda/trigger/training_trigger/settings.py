@@ -86,8 +86,8 @@ class Settings:
     tuning_early_stopping: str
     max_tuning_instance_hours: int
     # The `model_trainer` launch's files, which synthesis deploys to the artifacts bucket (stacks/model_trainer_files.py):
-    # {"prefix": key prefix, "entry_points": [scripts with drivers], "container_entrypoint": [...],
-    # "container_arguments": [...]}, the last two as the pinned SDK v3 sends them.
+    # {"prefix": key prefix, "container_entrypoint": [...], "container_arguments": [...]}, the last two as the pinned
+    # SDK v3 sends them.
     model_trainer: Mapping[str, Any]
 
 
@@ -267,10 +267,9 @@ def settings_from(environ: Mapping[str, str], static: Mapping[str, Any], static_
     model_trainer = settings.model_trainer
     if not (isinstance(model_trainer.get("prefix"), str) and all(
             isinstance(model_trainer.get(name), list) and all(isinstance(item, str) for item in model_trainer[name])
-            for name in ("entry_points", "container_entrypoint", "container_arguments"))):
+            for name in ("container_entrypoint", "container_arguments"))):
         errors.append(f"{static_name}: model_trainer={dict(model_trainer)!r} lacks the launch's files (prefix, "
-                      f"entry_points, container_entrypoint, container_arguments): synthesize and deploy the stack "
-                      f"again")
+                      f"container_entrypoint, container_arguments): synthesize and deploy the stack again")
     if bool(settings.subnet_ids) != bool(settings.security_group_ids):
         errors.append(f"{static_name}: subnet_ids and security_group_ids must be both set (VPC) or both empty "
                       f"(no VPC)")

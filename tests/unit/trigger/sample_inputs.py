@@ -25,7 +25,6 @@ STATIC_SETTINGS_NAME = "stack_settings.json"
 # The model_trainer launch's files as synthesis describes them (stacks/model_trainer_files.py), for the bundle above.
 MODEL_TRAINER_FILES = {
     "prefix": "model-trainer/5e2b0c8f9d1a4e7b6c3f2a1d0e9b8c7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c/",
-    "entry_points": ["train_ddp.py", "train_lightning.py"],
     "container_entrypoint": ["/bin/bash"],
     "container_arguments": ["-c", "chmod +x /opt/ml/input/data/sm_drivers/sm_train.sh && "
                                   "/opt/ml/input/data/sm_drivers/sm_train.sh"],
