@@ -2,11 +2,12 @@
 # Both set up what they need on a fresh machine: a pinned virtual environment and the pinned CDK CLI.
 
 SHELL := /bin/bash
-# The three environments of `setup` install side by side. Each of them installs quietly.
-MAKEFLAGS += --jobs=3
+# The four environments of `setup` install side by side. Each of them installs quietly.
+MAKEFLAGS += --jobs=4
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 CHECKOV_VENV := .venv-checkov
+SDK3_VENV := .venv-sdk3
 # uv installs the pinned packages (pip still takes torch: only pip finds the machine's local CPU wheel). It resolves,
 # fetches, unpacks and compiles to bytecode in parallel: the same packages in 60 s instead of pip's 169 s for
 # requirements-dev.txt, 7 s instead of 48 s for checkov, on a 2-core machine. It trusts the system's certificates, as
@@ -28,7 +29,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: setup test demo synth docs clean
 
-setup: $(VENV)/.installed node_modules/.installed $(CHECKOV_VENV)/.installed
+setup: $(VENV)/.installed node_modules/.installed $(CHECKOV_VENV)/.installed $(SDK3_VENV)/.installed
 
 # torch first and alone: the exact pin resolves to the local CPU wheel before anything can ask for a CUDA build, and
 # uv then leaves that torch in place.
@@ -47,6 +48,15 @@ $(CHECKOV_VENV)/.installed: requirements-checkov.txt constraints-checkov.txt
 	python3 -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/python $(PIP_INSTALL) $(UV)
 	$(call install_pins,$(CHECKOV_VENV),requirements-checkov.txt,constraints-checkov.txt)
+	touch $@
+
+# SageMaker Python SDK v3 (ModelTrainer) shares the `sagemaker` namespace with v2, which .venv holds: it lives in its
+# own environment. Tests run ModelTrainer there; synthesis reads its container drivers from there
+# (stacks/model_trainer_drivers.py).
+$(SDK3_VENV)/.installed: requirements-sdk3.txt constraints-sdk3.txt
+	python3 -m venv $(SDK3_VENV)
+	$(SDK3_VENV)/bin/python $(PIP_INSTALL) $(UV)
+	$(call install_pins,$(SDK3_VENV),requirements-sdk3.txt,constraints-sdk3.txt)
 	touch $@
 
 # Lint first: it fails in seconds, before the long test run, and reports in ruff's own format.

@@ -161,11 +161,13 @@ def train(config: RunConfig) -> None:
     trainer = build_trainer(config, topology, build_callbacks(config, metric_lines, best), build_loggers(config))
     trainer.fit(torch.compile(module) if config.train.compile else module, datamodule=datamodule,
                 ckpt_path="last" if has_checkpoint(config.paths.checkpoint_dir) else None)
-    # validate() loads the best weights into the module: what test() scores and the artifacts hold. A run stopped by
+    # The best weights go into the module: what validate() and test() score and the artifacts hold. A run stopped by
     # --max-steps before its first epoch ended validated nothing yet: its last weights are all there is.
-    best_path = best.best_model_path or None
-    exported = exported_from(best_path) if best_path else {"exported_step": trainer.global_step,
-                                                           "exported_epoch": metric_lines.completed_epochs(trainer)}
+    saved = best_saved(trainer, best)
+    if saved is not None:
+        module.load_state_dict(saved["state_dict"])
+    exported = exported_from(saved) if saved is not None else {"exported_step": trainer.global_step,
+                                                               "exported_epoch": metric_lines.completed_epochs(trainer)}
     stopper = trainer.early_stopping_callback
     if stopper is not None and stopper.stopped_epoch:
         MetricLines.report(trainer, module, early_stopping_note(metric_lines.completed_epochs(trainer),
@@ -173,7 +175,7 @@ def train(config: RunConfig) -> None:
                                                                 float(best.best_model_score), stopper.patience))
     timeline.mark("trained", topology.is_main)
     final = {"train_loss": metric_lines.last_train_loss,
-             **trainer.validate(module, datamodule=datamodule, ckpt_path=best_path, verbose=False)[0]}
+             **trainer.validate(module, datamodule=datamodule, verbose=False)[0]}
     if datamodule.has_test:
         final.update(trainer.test(module, datamodule=datamodule, verbose=False)[0])
     timeline.mark("evaluated", topology.is_main)
@@ -184,10 +186,19 @@ def train(config: RunConfig) -> None:
     MetricLines.report(trainer, module, exported_metrics_line(final))  # the log's last line
 
 
-def exported_from(best_path: str) -> dict[str, int]:
+def best_saved(trainer: L.Trainer, best: ModelCheckpoint) -> dict | None:
+    """The best checkpoint, read by rank 0 and sent to every rank; None before any validation. Only rank 0 writes it
+    (Lightning's ModelCheckpoint), into its host's checkpoint folder, and on SageMaker each host has its own
+    (/opt/ml/checkpoints): the ranks of the other hosts cannot read it from the path."""
+    if not best.best_model_path:
+        return None
+    saved = torch.load(best.best_model_path, map_location="cpu", weights_only=True) if trainer.is_global_zero else None
+    return trainer.strategy.broadcast(saved)
+
+
+def exported_from(saved: dict) -> dict[str, int]:
     """Steps and completed epochs when the exported weights were saved (at the end of an epoch's validation, before
     Lightning counts that epoch), as the native trainer's metrics.json names them."""
-    saved = torch.load(best_path, map_location="cpu", weights_only=True)
     return {"exported_step": saved["global_step"], "exported_epoch": saved["epoch"] + 1}
 
 

@@ -96,7 +96,7 @@ def test_a_job_environment_and_sharding_from_the_command_line_reach_the_trigger_
     config = config_from_context(App(context={**CDK_CONTEXT, "default_environment": '{"NCCL_DEBUG": "INFO"}',
                                               "train_data_distribution": "ShardedByS3Key"}))
     # When synthesis writes the trigger's settings file
-    static = trigger_static_settings(config, bundle_files=["train_lightning.py"])
+    static = trigger_static_settings(config, bundle_files=["train_lightning.py"], model_trainer={})
     # Then every job gets them as its defaults
     assert static["default_environment"] == {"NCCL_DEBUG": "INFO"}
     assert static["train_data_distribution"] == "ShardedByS3Key"

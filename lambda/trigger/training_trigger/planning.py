@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Protocol
 
+from training_trigger.container_profiles import TOOLKIT_LAUNCH
 from training_trigger.datasets import DatasetVersion
 from training_trigger.errors import InvalidInput
 from training_trigger.events import TriggerRequest
@@ -69,6 +70,8 @@ class TrainingJobSpec:
     """The `train` channel's S3DataDistributionType; every other channel is replicated."""
     tuning: TuningJob | None = None
     """With a `tuning` section: a tuning job named `job_name` whose trials are this job (tuning_request.py)."""
+    launch: str = TOOLKIT_LAUNCH
+    """How the container starts the entry point (container_profiles.LAUNCHES; docs/trigger.md, Launch)."""
 
 
 class Catalog(Protocol):
@@ -89,6 +92,7 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
         hyperparameters=dict(settings.default_hyperparameters), spot=settings.use_spot,
         max_runtime=settings.max_runtime_seconds, tensorboard=settings.tensorboard,
         environment=dict(settings.default_environment), train_data_distribution=settings.train_data_distribution,
+        launch=settings.default_launch,
     )
     manifest = catalog.manifest(found) if found is not None else {}
     overrides = defaults.then(_manifest_overrides(found, manifest, catalog, settings)).then(request.overrides)
@@ -117,7 +121,7 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
         instance_count=overrides.instance_count, hyperparameters=overrides.hyperparameters, spot=overrides.spot,
         max_runtime=overrides.max_runtime, tags={**overrides.tags, **_provenance_tags(request, found)},
         dry_run=request.dry_run, tensorboard=bool(overrides.tensorboard), environment=overrides.environment,
-        train_data_distribution=overrides.train_data_distribution, tuning=tuning,
+        train_data_distribution=overrides.train_data_distribution, tuning=tuning, launch=overrides.launch,
     )
 
 
