@@ -99,6 +99,12 @@ def unservable_reason(artifact: str) -> str:
             f"write its handler to $SM_MODEL_DIR/{SERVING_HANDLER_MEMBER} (docs/bring-your-own.md, Serving your model)")
 
 
+def unchecked_handler_note(artifact: str) -> str:
+    """Said of a model registered before its archive could be read to the end in the function's time."""
+    return (f"{artifact} was too large to read for {SERVING_HANDLER_MEMBER} before the function's timeout: registered "
+            f"unchecked; a version without the handler cannot be served (docs/model-registry.md)")
+
+
 def quality_metrics(description: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, float]:
     """The job's final value of each metric in `names` that it reported."""
     final = {metric["MetricName"]: float(metric["Value"]) for metric in description.get("FinalMetricDataList", [])}
