@@ -154,7 +154,7 @@ def test_a_script_that_does_not_import_the_package_runs_under_torch_distributed(
 # driver: `python` on each host, the script meeting at SM_MASTER_ADDR:SM_MASTER_PORT itself).
 @pytest.mark.parametrize("distribution, launcher", [("torch_distributed", "torchrun"), ("none", "python")])
 def test_a_script_written_for_model_trainer_forms_one_group_across_two_hosts_under_its_drivers(
-        distribution, launcher, plain_pipeline, letor_data, tmp_path, report_job):
+        container_namespaces, distribution, launcher, plain_pipeline, letor_data, tmp_path, report_job):
     # Given a script written for ModelTrainer (reading SM_HOST_COUNT, SM_CURRENT_HOST_RANK, SM_MASTER_ADDR), whose
     # manifest asks for the model_trainer launch on two hosts
     options = dataclasses.replace(PLAIN_SCRIPTS, entry_point="written_for_model_trainer.py", launch="model_trainer")

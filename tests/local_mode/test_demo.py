@@ -124,8 +124,8 @@ def test_smdistributed_trains_the_demo(demo_pipeline, letor_data, tmp_path):
 
 
 @pytest.mark.parametrize("entry_point", TOOLKIT_TWO_HOSTS)
-def test_both_entry_points_train_the_demo_on_two_hosts_under_model_trainers_drivers(entry_point, two_host_jobs,
-                                                                                    demo_pipeline):
+def test_both_entry_points_train_the_demo_on_two_hosts_under_model_trainers_drivers(container_namespaces, entry_point,
+                                                                                    two_host_jobs, demo_pipeline):
     # Given the demo's dataset with a manifest asking for the model_trainer launch, torch_distributed on two hosts
     result = two_host_jobs["model_trainer", entry_point]
 

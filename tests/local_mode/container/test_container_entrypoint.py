@@ -33,7 +33,7 @@ def test_a_request_without_an_entrypoint_is_the_toolkits_and_one_with_it_runs_en
         "/bin/bash", "-c", "true"]
 
 
-def test_each_host_runs_the_command_in_its_own_opt_ml_with_the_jobs_host_names(tmp_path):
+def test_each_host_runs_the_command_in_its_own_opt_ml_with_the_jobs_host_names(container_namespaces, tmp_path):
     # Given two hosts' folders, with the config SageMaker writes
     hosts = ["algo-1", "algo-2"]
     folders = {host: HostFolder(tmp_path / "job" / host) for host in hosts}
