@@ -129,8 +129,9 @@ def container_environment(request: dict[str, Any], *, host_count: int) -> dict[s
             **request.get("Environment", {}), JOB_NAME_VARIABLE: request["TrainingJobName"]}
 
 
-def plan_container_launches(command: list[str], *, folders: dict[str, HostFolder], environments: dict[str, dict[str, str]],
-                            network: JobNetwork, python: str, install_requirements: bool) -> list[Launch]:
+def plan_container_launches(command: list[str], *, folders: dict[str, HostFolder],
+                            environments: dict[str, dict[str, str]], network: JobNetwork, python: str,
+                            install_requirements: bool) -> list[Launch]:
     """One process per host, algo-1 first, running `command` as that host's container; its Python is `python`'s
     environment, where the drivers' requirements step runs only when `install_requirements`."""
     job_dir = next(iter(folders.values())).root.parent

@@ -3,9 +3,9 @@
 Starting: a folder per host. Downloading: config files, channels (File mode), checkpoints, and for the training
 toolkit the source bundle. Training: the toolkit launcher's processes, or the request's ContainerEntrypoint (SDK v3
 ModelTrainer's drivers, which start the script themselves from the `code` and `sm_drivers` channels), logs streamed
-(each host's to its training.log and, given a CloudWatch Logs client, to its log stream) and scraped for metrics. Uploading: model.tar.gz and
-output.tar.gz to `<S3OutputPath>/<job name>/output/`. Then Completed, Failed (with the service's
-"AlgorithmError: ..." reason) or Stopped (StopTrainingJob or MaxRuntimeInSeconds).
+(each host's to its training.log and, given a CloudWatch Logs client, to its log stream) and scraped for metrics.
+Uploading: model.tar.gz and output.tar.gz to `<S3OutputPath>/<job name>/output/`. Then Completed, Failed (with the
+service's "AlgorithmError: ..." reason) or Stopped (StopTrainingJob or MaxRuntimeInSeconds).
 """
 
 from __future__ import annotations

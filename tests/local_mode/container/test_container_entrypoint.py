@@ -39,8 +39,8 @@ def test_each_host_runs_the_command_in_its_own_opt_ml_with_the_jobs_host_names(c
     folders = {host: HostFolder(tmp_path / "job" / host) for host in hosts}
     for host, folder in folders.items():
         folder.create()
-        folder.write_config(hyperparameters={}, input_data_config={},
-                            resource_config=resource_config(current_host=host, hosts=hosts, instance_type="ml.m5.large"))
+        folder.write_config(hyperparameters={}, input_data_config={}, resource_config=resource_config(
+            current_host=host, hosts=hosts, instance_type="ml.m5.large"))
     lines: dict[str, list[str]] = {host: [] for host in hosts}
 
     # When a command runs on both as a job's ContainerEntrypoint would, in the project's environment
