@@ -55,9 +55,9 @@ def test_two_rank_torchrun_trains_and_writes_every_artifact(runs, script):
     metric_lines = [line for line in result.stdout.splitlines() if parse_metrics(line)]
     assert len([line for line in metric_lines if "val_ndcg@10" in line]) == 4  # three epoch ends + the final line
     assert "val_ndcg@10" in parse_metrics(metric_lines[-1])
-    # And the model folder holds weights, config, serving export and metrics; plots are in the output folder
+    # And the model folder holds weights, config, both serving exports and metrics; plots are in the output folder
     assert {p.name for p in dirs.model_dir.iterdir()} >= {"model.safetensors", "model_config.json", "model.pt",
-                                                          "metrics.json"}
+                                                          "model.pt2", "metrics.json"}
     metrics = json.loads((dirs.model_dir / "metrics.json").read_text())
     assert {"train_loss", "val_ndcg@10"} <= metrics.keys()
     assert {p.name for p in dirs.output_dir.iterdir()} >= {"loss.png", "ndcg.png"}
@@ -66,6 +66,16 @@ def test_two_rank_torchrun_trains_and_writes_every_artifact(runs, script):
 @pytest.mark.parametrize("script", ["train_ddp.py", "train_lightning.py"])
 def test_two_ranks_with_batch_b_equal_one_rank_with_batch_2b(runs, script):
     assert_same_weights(runs[script, 2][0].weights(), runs[script, 1][0].weights())
+
+
+@pytest.mark.parametrize("script", ["train_ddp.py", "train_lightning.py"])
+def test_a_run_without_the_portable_export_writes_every_other_artifact(runs, script):
+    # Given a run with --portable-export false (the one-rank runs: TINY_MODEL_FLAGS)
+    dirs, _ = runs[script, 1]
+    # Then its model folder holds what the two-rank run's holds, less model.pt2
+    written = {path.name for path in dirs.model_dir.iterdir()}
+    assert written == {path.name for path in runs[script, 2][0].model_dir.iterdir()} - {"model.pt2"}
+    assert {path.name for path in dirs.output_dir.iterdir()} >= {"loss.png", "ndcg.png"}
 
 
 def test_lightning_and_native_loops_agree(runs):
