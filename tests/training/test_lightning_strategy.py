@@ -26,7 +26,7 @@ from ranker.lightning.module import RankingModule
 from ranker.lightning.strategy import FusedDataParallelStrategy
 from ranker.training import engine
 from torch.nn.parallel import DistributedDataParallel
-from training_launch import TRAINING_CODE, RunDirs, free_port, run_dirs, script_env
+from training_launch import NO_PORTABLE_EXPORT, TRAINING_CODE, RunDirs, free_port, run_dirs, script_env
 
 FORCING_LAUNCHER = Path(__file__).with_name("with_fused_data_parallel.py")
 
@@ -128,7 +128,7 @@ def forced_run(script: str, folder, channel: str, *extra: str) -> RunDirs:
               str(TRAINING_CODE / script)]
     # 4 layers, a bucket each (the launcher's): the update is sharded (ShardedAdamW).
     flags = ["--train", channel, "--width", "32", "--num-layers", "4", "--dropout", "0", "--epochs", "2",
-             "--batch-size", "16", "--log-every", "4", *dirs.flags(), *extra]
+             "--batch-size", "16", "--log-every", "4", *NO_PORTABLE_EXPORT, *dirs.flags(), *extra]
     result = subprocess.run(launch + flags, env=script_env(), capture_output=True, text=True, timeout=300,
                             cwd=TRAINING_CODE)
     assert result.returncode == 0, f"{script} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"

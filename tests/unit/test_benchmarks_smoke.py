@@ -260,9 +260,9 @@ def test_data_pipeline_at_a_tiny_size_writes_its_section_and_says_the_gpu_figure
     # Given a doc with another benchmark's section and no GPU figures
     doc = tmp_path / "benchmarks.md"
     write_section("trigger_latency", "Trigger", "kept as is", doc=doc)
-    # When the data benchmark runs at a tiny size, with two job runs and the imports of this revision as a baseline
-    data_pipeline.main([*TINY_RUN, "--job-repeats", "2", "--import-repeats", "1", "--import-baseline", "HEAD",
-                        "--doc", str(doc)])
+    # When the data benchmark runs at a tiny size, with two job runs (a baseline revision's tree has its own test below:
+    # its entry points' imports are timed as this tree's are)
+    data_pipeline.main([*TINY_RUN, "--job-repeats", "2", "--import-repeats", "1", "--doc", str(doc)])
     # Then its section holds a row per stage with positive rates, says there is nothing to compare with,
     # and leaves the other section alone
     section = _section(doc, "data-pipeline")
@@ -289,16 +289,32 @@ def test_data_pipeline_at_a_tiny_size_writes_its_section_and_says_the_gpu_figure
     assert list(phase_rows) == [*timeline.PHASES, "exit"]
     reached = [float(cells[0].split("(")[0]) for cells in phase_rows.values()]
     assert reached == sorted(reached) and reached[-1] == pytest.approx(float(job_rows[0][4]), abs=0.01)
-    # and both entry points' imports were timed, before (the baseline revision) and in this tree, beside torch's
+    # and both entry points' imports were timed, beside torch's and Lightning's
     import_rows = {(line.split("|")[1].strip(), line.split("|")[2].strip()): line.split("|")
                    for line in section.splitlines() if line.startswith(("| train_", "| `import"))}
     assert set(import_rows) == {("`import torch` alone", "-"), ("`import lightning` alone", "-")} | {
-        (script, code) for script in data_pipeline.ENTRY_POINTS for code in ("before (`HEAD`)", "this tree")}
+        (script, "this tree") for script in data_pipeline.ENTRY_POINTS}
     assert all(float(row[3]) > 0 for row in import_rows.values())
     assert "lightning" in import_rows["train_lightning.py", "this tree"][4]
     assert "No GPU figures to compare with" in section
     assert _section(doc, "trigger_latency").strip().endswith("kept as is")
     assert "| stream" in capsys.readouterr().out
+
+
+def test_a_baseline_revision_is_training_code_as_that_commit_holds_it(tmp_path):
+    # Given a revision (`--import-baseline REF`, `--job-baseline REF`): the benchmark runs its entry points beside this
+    # tree's, so it needs that revision's training_code/ as a folder of its own
+    committed = subprocess.run(["git", "ls-tree", "-r", "--name-only", "HEAD", "training_code"], cwd=PROJECT_ROOT,
+                               capture_output=True, text=True, check=True).stdout.split()
+    # When it is unpacked
+    tree = data_pipeline.revision_tree("HEAD", tmp_path)
+    # Then it is a folder of its own holding exactly the revision's files, as the revision holds them
+    assert tree.is_relative_to(tmp_path) and (tree / "train_ddp.py").is_file()
+    unpacked = sorted(path.relative_to(tree.parent).as_posix() for path in tree.rglob("*") if path.is_file())
+    assert unpacked == sorted(committed)
+    for name in ("training_code/train_ddp.py", "training_code/train_lightning.py"):
+        assert (tree.parent / name).read_bytes() == subprocess.run(["git", "show", f"HEAD:{name}"], cwd=PROJECT_ROOT,
+                                                                   capture_output=True, check=True).stdout
 
 
 def test_data_pipeline_counts_the_loaders_each_recorded_gpu_rate_needs(tmp_path):

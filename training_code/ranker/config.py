@@ -209,6 +209,10 @@ class TrainConfig:
     """Steps between metric lines; the loss is read from the device only then."""
     checkpoint_every: int = field(default=200, metadata=allowed(minimum=0))
     """Steps between checkpoints (0 disables periodic ones; SIGTERM still writes one)."""
+    portable_export: bool = True
+    """Also write `model.pt2`, the scorer as a `torch.export` program that loads without this package
+    (ranker.model.portable, docs/scoring.md). False leaves it out: tracing the scorer takes seconds of CPU at the
+    end of every run, which a run whose model is served from `model.pt` or the handler need not spend."""
     switches: PathSwitches = field(default_factory=PathSwitches, metadata={"flag": False})
     """The fast paths' switches, for the benchmarks' ablations (not flags: a run takes every fast path its torch and
     hardware allow, ranker.gpu.fast_paths)."""

@@ -301,7 +301,8 @@ def write_artifacts(config: RunConfig, model_config: ModelConfig, model: torch.n
     plotting = plots.start_plotting(history, config.paths.output_data_dir, final_metrics)
     scorer = export.save_model(config.paths.model_dir, model, model_config, config.data.log1p, final_metrics)
     timeline.mark("model written")
-    portable.save_exported_program(config.paths.model_dir, scorer)
+    if config.train.portable_export:
+        portable.save_exported_program(config.paths.model_dir, scorer)
     serving_package.write_serving_code(config.paths.model_dir)
     plotting.wait()
     timeline.mark("exported")
