@@ -26,7 +26,6 @@ describes checkpoints, resuming and SIGTERM.
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,7 +44,7 @@ import torch
 from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMonitor, ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
 from lightning.pytorch.strategies import Strategy
-from ranker.config import RunConfig, parse_config
+from ranker.config import RunConfig
 from ranker.lightning.callbacks import MetricLines, RandomStatePerRank
 from ranker.lightning.datamodule import RankingDataModule
 from ranker.lightning.module import RankingModule
@@ -54,7 +53,7 @@ from ranker.log_format import format_metrics
 from ranker.training.checkpoint import seed_everything
 from ranker.training import engine, timeline
 from ranker.training.selection import SELECTION_METRIC, exported_weights_note
-from ranker.training.session import (agree_on_splits, entry_point_run, load_splits, model_config_for,
+from ranker.training.session import (agree_on_splits, entry_point_run, load_splits, model_config_for, run_config,
                                      write_artifacts)
 from sagemaker_distributed import Topology
 from sagemaker_distributed.lightning import SageMakerEnvironment, SpotInterruptionCheckpoint, quiet_lightning_console
@@ -135,6 +134,8 @@ def has_checkpoint(folder: Path) -> bool:
 def train(config: RunConfig) -> None:
     quiet_lightning_console()
     topology = distributed.detect_topology()
+    if topology.is_main:
+        print(config.describe_defaults(), flush=True)
     timeline.mark("imported", topology.is_main)
     seed_everything(config.train.seed, topology.rank)  # each rank its own dropout masks; DDP starts from rank 0's weights
     # Read before CUDA is initialised, as the native loop does (ranker.training.session.start_session).
@@ -182,7 +183,7 @@ def exported_from(best_path: str) -> dict[str, int]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     with entry_point_run():
-        train(parse_config(sys.argv[1:] if argv is None else argv, os.environ, __doc__))
+        train(run_config(sys.argv[1:] if argv is None else argv, __doc__))
 
 
 if __name__ == "__main__":
