@@ -22,7 +22,6 @@ baselines' `plain:` and `lightgbm:` lines). Table on stdout; section `time-to-mo
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import re
 import subprocess
@@ -47,6 +46,7 @@ from ranker.data.letor_parser import available_cores
 from ranker.model.metrics import ndcg_per_query
 from ranker.data.ranking_data import RankingData
 from ranker.log_format import parse_metrics
+from ranker.training import timeline
 
 SECTION = "time-to-model"
 PLAIN_SCRIPT = Path(__file__).resolve().parent / "baselines" / "plain_letor.py"
@@ -66,6 +66,8 @@ class Run:
     note: str = ""
     curve: list[tuple[float, float]] = field(default_factory=list)
     """(seconds since launch, validation NDCG@10) at each validation the run logged, in order."""
+    phase_marks: dict[str, float] = field(default_factory=dict)
+    """An entry point's `timeline:` marks (ranker.training.timeline): seconds from its process start to each phase."""
 
     @property
     def wall(self) -> float:
@@ -76,6 +78,15 @@ class Run:
         """(seconds since launch, validation NDCG@10) of the first validation no later one beat: when the model the
         run exports existed (both the entry points and LightGBM keep the earlier of equal scores)."""
         return max(self.curve, key=lambda point: point[1], default=None)
+
+    @property
+    def fixed_cost(self) -> float | None:
+        """Launch to the first step plus the last step to the model exported, from the entry point's own timeline;
+        None for a run that logged none."""
+        marks = self.phase_marks
+        if not {"first step", "trained", "exported"} <= marks.keys():
+            return None
+        return marks["first step"] + marks["exported"] - marks["trained"]
 
     def phases(self) -> dict[str, float]:
         times = [0.0] + [self.events[event] for event in EVENTS]
@@ -178,7 +189,8 @@ def run_project(entry_point: str, gpus: int, train: Path, test: Path, epochs: in
     lines = run_timed(launch_command(TRAINING_CODE / entry_point, gpus, arguments), TRAINING_CODE, env,
                       work / f"{name}-{gpus}.log")
     events, ndcg = project_events(lines)
-    return Run(name, gpus, events, ndcg, curve=validation_curve(lines))
+    return Run(name, gpus, events, ndcg, curve=validation_curve(lines),
+               phase_marks=timeline.read("\n".join(text for _, text in lines)))
 
 
 def run_plain(gpus: int, train: Path, test: Path, epochs: int, work: Path, env: dict) -> Run:
@@ -190,17 +202,17 @@ def run_plain(gpus: int, train: Path, test: Path, epochs: int, work: Path, env: 
 
 
 def run_lightgbm(train: Path, test: Path, rounds: int, work: Path, env: dict, threads: int | None = None,
-                 name: str = "lightgbm", early_stopping: int = 0) -> Run:
-    """benchmarks/baselines/lightgbm_lambdarank.py launched on every core (or `threads`), its files in the folder
-    `name`, for `rounds` rounds or, with `early_stopping` patience, until it stops on the entry points' validation
-    queries (`rounds` the cap); its held-out scores are scored here with the entry points' metric."""
-    if importlib.util.find_spec("lightgbm") is None:  # a benchmark-only peer, carried to GPU hosts as a wheel
-        return Run("LightGBM lambdarank", 0, note="not installed: pip install lightgbm==4.7.0")
+                 name: str = "lightgbm", early_stopping: int = 0, python: str = sys.executable) -> Run:
+    """benchmarks/baselines/lightgbm_lambdarank.py launched by `python` on every core (or `threads`), its files in the
+    folder `name`, for `rounds` rounds or, with `early_stopping` patience, until it stops on the entry points'
+    validation queries (`rounds` the cap); its held-out scores are scored here with the entry points' metric."""
+    if not lightgbm_installed(python, env):  # a benchmark-only peer, carried to GPU hosts as a wheel
+        return Run("LightGBM lambdarank", 0, note=f"not installed for {python}: pip install lightgbm==4.7.0")
     threads = threads or available_cores()
     out = work / name
     # The script reads the text with the project's parser: the training code goes on its path.
     env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(TRAINING_CODE), env.get("PYTHONPATH")]))}
-    lines = run_timed([sys.executable, str(LIGHTGBM_SCRIPT), "--train", str(train), "--test", str(test), "--output",
+    lines = run_timed([python, str(LIGHTGBM_SCRIPT), "--train", str(train), "--test", str(test), "--output",
                        str(out), "--rounds", str(rounds), "--early-stopping", str(early_stopping), "--threads",
                        str(threads)],
                       Path.cwd(), env, work / f"{name}.log")  # this cwd: a relative PYTHONPATH finds LightGBM alike
@@ -217,6 +229,12 @@ def run_lightgbm(train: Path, test: Path, rounds: int, work: Path, env: dict, th
                     f"{threads} threads ({reported['cores_busy']} cores busy training"
                     + (f", {reported['validation_scoring_s']} s of it scoring validation" if early_stopping else "")
                     + ")")
+
+
+def lightgbm_installed(python: str, env: dict) -> bool:
+    """Whether `python` (this interpreter or one of a small environment of its own) can import LightGBM."""
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('lightgbm') is None)"
+    return subprocess.run([python, "-c", probe], env=env, check=False).returncode == 0
 
 
 def held_out_ndcg_at_10(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> float:

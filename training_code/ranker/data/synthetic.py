@@ -50,11 +50,11 @@ def generate(num_queries: int, docs_per_query: int = 32, num_features: int = 136
     features = features.astype(np.float32)
     relevance = np.tanh(features @ projection * 4 - 2 * projection.sum(axis=0)) @ readout
     relevance += rng.normal(scale=0.3 * relevance.std(), size=num_docs)
-    labels = _grades_within_queries(relevance, offsets)
+    labels = grades_within_queries(relevance, offsets)
     return RankingData(features, labels, offsets)
 
 
-def _grades_within_queries(relevance: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+def grades_within_queries(relevance: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Grade 0-4 by each document's rank within its own query (`_GRADE_QUANTILES` of the query's documents)."""
     sizes = np.diff(offsets)
     query = np.repeat(np.arange(len(sizes)), sizes)
