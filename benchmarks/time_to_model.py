@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,6 +38,7 @@ import numpy as np
 import torch
 
 from benchmarks.baselines.lightgbm_lambdarank import PARAMS as LIGHTGBM_PARAMS
+from benchmarks.data_pipeline import revision_tree
 from benchmarks.gpu_scaling import SAFE_NCCL_ENV
 from benchmarks.project_code import TRAINING_CODE
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
@@ -52,6 +54,7 @@ SECTION = "time-to-model"
 PLAIN_SCRIPT = Path(__file__).resolve().parent / "baselines" / "plain_letor.py"
 LIGHTGBM_SCRIPT = PLAIN_SCRIPT.with_name("lightgbm_lambdarank.py")
 ENTRY_POINTS = {"native": "train_ddp.py", "lightning": "train_lightning.py"}
+THIS_TREE = "this tree"
 PHASES = ("start-up", "ingest", "to device", "training", "evaluation", "saving")
 # The events each run's log marks, in order; a phase is the time between two of them (launch is 0).
 EVENTS = ("ingest start", "ingest end", "training start", "training end", "evaluation end", "exit")
@@ -68,6 +71,8 @@ class Run:
     """(seconds since launch, validation NDCG@10) at each validation the run logged, in order."""
     phase_marks: dict[str, float] = field(default_factory=dict)
     """An entry point's `timeline:` marks (ranker.training.timeline): seconds from its process start to each phase."""
+    code: str = THIS_TREE
+    """Whose training code ran: this tree's, or a baseline revision's."""
 
     @property
     def wall(self) -> float:
@@ -176,9 +181,10 @@ def plain_events(lines: list[tuple[float, str]]) -> tuple[dict[str, float], floa
 
 
 def run_project(entry_point: str, gpus: int, train: Path, test: Path, epochs: int | None, work: Path, env: dict,
-                flags: Sequence[str] = (), name: str | None = None) -> Run:
-    """`entry_point` launched as a user launches it on `gpus` processes: `--epochs` unless None (the shipped
-    default), then `flags`; the run's files go to a folder named after `name` (default: the entry point's)."""
+                flags: Sequence[str] = (), name: str | None = None, code: Path = TRAINING_CODE) -> Run:
+    """`entry_point` of the training code in `code` launched as a user launches it on `gpus` processes: `--epochs`
+    unless None (the shipped default), then `flags`; the run's files go to a folder named after `name` (default: the
+    entry point's)."""
     name = name or next(label for label, script in ENTRY_POINTS.items() if script == entry_point)
     out = work / f"{name}-{gpus}"
     arguments = ["--train", str(train), "--test", str(test), *(["--epochs", str(epochs)] if epochs is not None else []),
@@ -186,8 +192,7 @@ def run_project(entry_point: str, gpus: int, train: Path, test: Path, epochs: in
                  "--checkpoint-dir", str(out / "checkpoints")]
     # A cache of its own: each run parses the text as a job with a fresh host would (ranker.data.host_cache).
     env = {**env, host_cache.CACHE_DIR_VARIABLE: str(out / "host-cache")}
-    lines = run_timed(launch_command(TRAINING_CODE / entry_point, gpus, arguments), TRAINING_CODE, env,
-                      work / f"{name}-{gpus}.log")
+    lines = run_timed(launch_command(code / entry_point, gpus, arguments), code, env, work / f"{name}-{gpus}.log")
     events, ndcg = project_events(lines)
     return Run(name, gpus, events, ndcg, curve=validation_curve(lines),
                phase_marks=timeline.read("\n".join(text for _, text in lines)))
@@ -249,8 +254,8 @@ def payoff_statement(runs: list[Run], epochs: int) -> str:
     training) against the training time per epoch."""
     sentences = []
     for name in ENTRY_POINTS:
-        one = next((run for run in runs if run.name == name and run.gpus == 1), None)
-        two = next((run for run in runs if run.name == name and run.gpus == 2), None)
+        one = next((run for run in runs if run.name == name and run.gpus == 1 and run.code == THIS_TREE), None)
+        two = next((run for run in runs if run.name == name and run.gpus == 2 and run.code == THIS_TREE), None)
         if one is None or two is None:
             continue
         per_epoch = {run.gpus: run.phases()["training"] / epochs for run in (one, two)}
@@ -275,7 +280,8 @@ def render(runs: list[Run], args: argparse.Namespace, dataset: dict[str, object]
             rows.append([run.name, run.gpus or "-", "-", *["-"] * len(PHASES), "-", run.note])
             continue
         phases = run.phases()
-        rows.append([run.name, run.gpus or "CPU", f"{run.wall:.1f}", *(f"{phases[p]:.1f}" for p in PHASES),
+        rows.append([run.name if run.code == THIS_TREE else f"{run.name}, {run.code}", run.gpus or "CPU",
+                     f"{run.wall:.1f}", *(f"{phases[p]:.1f}" for p in PHASES),
                      f"{run.ndcg_at_10:.4f}", run.note])
     return (f"{provenance(machine=machine)}\n"
             f"- Data: {dataset['train_queries']:,} training queries ({dataset['train_docs']:,} documents, "
@@ -289,6 +295,25 @@ def render(runs: list[Run], args: argparse.Namespace, dataset: dict[str, object]
             "`log_every` steps); training to the last training metric line (with per-epoch validation); "
             "evaluation the final validation and test scoring; saving the model, export and exit\n\n"
             f"{markdown_table(headers, rows)}\n\n{payoff_statement(runs, args.epochs)}\n")
+
+
+def fixed_cost_table(runs: list[Run]) -> str:
+    """Each entry point's fixed cost per code (this tree, a baseline), medians over its runs: launch to the first
+    step, the last step to the model exported, the two together, and launch to exit."""
+    groups: dict[tuple[str, int, str], list[Run]] = {}
+    for run in runs:
+        if run.fixed_cost is not None:
+            groups.setdefault((run.name, run.gpus, run.code), []).append(run)
+    rows = []
+    for (name, gpus, code), group in groups.items():
+        marks = [run.phase_marks for run in group]
+        rows.append([name, gpus, code, len(group),
+                     f"{statistics.median(mark['first step'] for mark in marks):.2f}",
+                     f"{statistics.median(mark['exported'] - mark['trained'] for mark in marks):.2f}",
+                     f"{statistics.median(run.fixed_cost for run in group):.2f}",
+                     f"{statistics.median(run.wall for run in group):.2f}"])
+    return markdown_table(["run", "GPUs", "code", "runs", "launch to first step (s)", "last step to model exported (s)",
+                           "fixed cost (s)", "launch to exit (s)"], rows)
 
 
 def machine_description(device: str) -> str:
@@ -312,6 +337,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--work", type=Path, default=None, help="folder for the data, logs and models (default: temp)")
     parser.add_argument("--doc", type=Path, default=BENCHMARKS_DOC)
     parser.add_argument("--section", default=SECTION, help="docs/benchmarks.md section to write (one per scale)")
+    parser.add_argument("--baseline", metavar="GIT_REF",
+                        help="also run the entry points of this git revision, alternating with this tree's, and add "
+                             "a table of each one's fixed cost")
+    parser.add_argument("--repeats", type=int, default=1, help="runs of each entry point (and of the baseline's)")
     args = parser.parse_args(argv)
     gpu_counts = [int(count) for count in args.gpus.split(",")]
     chosen = args.runs.split(",")
@@ -329,11 +358,18 @@ def main(argv: Sequence[str] | None = None) -> None:
                    "test_queries": max(2, args.queries // 5), "train_mb": train.stat().st_size / 1e6,
                    "test_mb": test.stat().st_size / 1e6, "train_docs": count_lines(train)}
         runs = []
-        for name, entry_point in ENTRY_POINTS.items():
-            if name in chosen:
-                for gpus in gpu_counts:
-                    print(f"running {name} on {gpus} process(es) ...", flush=True)
-                    runs.append(run_project(entry_point, gpus, train, test, args.epochs, work, env))
+        trees = [(THIS_TREE, TRAINING_CODE)] + ([(f"before (`{args.baseline}`)",
+                                                   revision_tree(args.baseline, work / "baseline"))]
+                                                 if args.baseline else [])
+        for repeat in range(args.repeats):
+            for name, entry_point in ENTRY_POINTS.items():
+                for gpus in gpu_counts if name in chosen else ():
+                    for index, (code, folder) in enumerate(trees):
+                        print(f"running {name} ({code}) on {gpus} process(es) ...", flush=True)
+                        run = run_project(entry_point, gpus, train, test, args.epochs, work, env,
+                                          name=f"{name}-code{index}-run{repeat}", code=folder)
+                        run.name, run.code = name, code
+                        runs.append(run)
         if "plain" in chosen:
             for gpus in gpu_counts:
                 print(f"running the plain PyTorch script on {gpus} process(es) ...", flush=True)
@@ -343,6 +379,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             runs.append(run_lightgbm(train, test, args.lightgbm_rounds, work, env))
 
     body = render(runs, args, dataset, machine_description(args.device))
+    if args.baseline or args.repeats > 1:
+        body += ("\nFixed cost of each entry point, the medians of its runs (this tree's and the baseline's alternating, "
+                 "so the machine's load moves both alike), from the `timeline:` lines it logged:\n\n"
+                 f"{fixed_cost_table(runs)}\n")
     print(body)
     write_section(args.section, f"Time to model on MSLR-WEB30K-shaped text ({args.queries:,} queries): entry points, "
                   "plain PyTorch, LightGBM", body, doc=args.doc)
