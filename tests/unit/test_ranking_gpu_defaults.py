@@ -36,8 +36,8 @@ def _help_text(main) -> str:
 def test_every_step_passes_only_flags_its_benchmark_takes_and_variants_it_can_read(tmp_path, smoke):
     steps = ranking_gpu_defaults.plan(argparse.Namespace(work=tmp_path, smoke=smoke, device="cuda",
                                                          letor_sample=tmp_path / "letor"))
-    assert [step.name for step in steps] == ["trees-as-lent", "bytecode", "trees", "search", "tanh", "letor-sample",
-                                             "throughput", "recipes"]
+    assert [step.name for step in steps] == ["trees-lightgbm", "trees-as-lent", "bytecode", "trees", "search", "tanh",
+                                             "letor-sample", "throughput", "recipes"]
     helps = {module: _help_text(main) for module, main in BENCHMARK_MAINS.items()}
     for step in steps:
         module, *arguments = step.command
@@ -48,8 +48,8 @@ def test_every_step_passes_only_flags_its_benchmark_takes_and_variants_it_can_re
         if "--variants" in arguments:
             for variant in arguments[arguments.index("--variants") + 1].split(";"):
                 ranking_quality.variant_flags(variant)
-    # Only the first step runs without the compiled site-packages: it is the host as lent
-    assert [step.name for step in steps if not step.bytecode] == ["trees-as-lent"]
+    # Only the first steps run without the compiled site-packages: the host as lent
+    assert [step.name for step in steps if not step.bytecode] == ["trees-lightgbm", "trees-as-lent"]
 
 
 def test_the_gpu_candidates_hold_the_cpu_defaults_as_todays_baseline():

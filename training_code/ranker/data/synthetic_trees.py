@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ranker.data.ranking_data import RankingData
-from ranker.data.synthetic import generator_parser, grades_within_queries, write_letor
-from ranker.data.synthetic_search import query_sizes
+from ranker.data.synthetic import grades_within_queries, write_named_file
+from ranker.data.synthetic_search import drawn_queries
 
 # The ranking problem (feature distributions, trees) depends on the feature count only, so files written with
 # different seeds (training and test channels) are samples of one problem.
@@ -115,12 +115,8 @@ def _problem(num_features: int) -> _Problem:
 
 def generate(num_queries: int, docs_per_query: int = 120, num_features: int = 136, seed: int = 0) -> RankingData:
     """`seed` draws the queries, documents and noise; the problem is the same for every seed."""
-    if num_queries < 1 or docs_per_query < 1:
-        raise ValueError(f"queries, docs_per_query: {num_queries}, {docs_per_query}: use at least 1 of each")
+    rng, offsets = drawn_queries(num_queries, docs_per_query, seed)
     problem = _problem(num_features)
-    rng = np.random.default_rng(seed)
-    sizes = query_sizes(num_queries, docs_per_query, rng)
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     features = problem.features(rng, int(offsets[-1]))
     relevance = problem.relevance(features)
     relevance += rng.normal(scale=_RELEVANCE_NOISE * relevance.std(), size=len(relevance))
@@ -128,12 +124,7 @@ def generate(num_queries: int, docs_per_query: int = 120, num_features: int = 13
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = generator_parser(__doc__, docs_per_query=120)
-    parser.add_argument("--name", default="rank.train", help="file name (rank.test for a test channel)")
-    args = parser.parse_args(argv)
-    path = write_letor(generate(args.queries, args.docs_per_query, args.features, args.seed), args.output,
-                       with_qid=True, name=args.name)
-    print(f"wrote {args.queries} queries of tree-shaped data ({args.features} features) to {path}")
+    write_named_file(__doc__, generate, "tree-shaped", argv)
 
 
 if __name__ == "__main__":
