@@ -9,9 +9,9 @@ Datasets (`--datasets`, comma-separated):
   search        ranker.data.synthetic_search: heavy-tailed counts, binary flags, relevance from threshold rules and
                 their interactions, label noise, graded labels 0-4, MSLR-like query sizes; a held-out test file of a
                 fifth as many queries (another seed, the same problem)
-  trees         ranker.data.synthetic_trees: heavy-tailed, uniform and binary features, relevance a sum of 400 small
-                axis-aligned trees plus noise, graded 0-4 within each query, MSLR-like query sizes: where LightGBM is
-                strong and needs over a thousand rounds at the GPU size; a held-out test file as for search
+  trees         ranker.data.synthetic_trees: heavy-tailed, uniform and binary features, relevance a sum of many
+                small axis-aligned trees over some of them plus noise, graded 0-4 within each query, MSLR-like query
+                sizes: data shaped for gradient-boosted trees; a held-out test file as for search
   tanh          ranker.data.synthetic, the project's other generator (smooth hidden function, which favours an MLP),
                 as benchmarks.time_to_model writes it
   letor-sample  the LETOR sample that ships with the tests (LightGBM's rank.train example): a fifth of its queries,

@@ -5,12 +5,12 @@ trees are strong, for benchmarks against them.
 writes `rank.train` with a `qid:` column (LETOR text, ranker.data.synthetic.write_letor), usable as a channel as is.
 
 The features are heavy-tailed (lognormal, some zero), uniform in [0, 1] (4 decimals) and binary. Relevance is the sum
-of `_TREES` full binary trees of depth 2 to 4, each node a threshold on one feature at one of its quantiles, each leaf a
-value drawn once: thousands of axis-aligned cells and their interactions, which a booster of many trees approximates
-round after round. Gaussian noise is added to it, and each query's documents are graded 0-4 by their rank within it
-(ranker.data.synthetic's shares: most irrelevant, few perfect). Query sizes are MSLR-like (ranker.data.synthetic_search).
-Where ranker.data.synthetic_search's 64 threshold rules are learnt by LightGBM in a few hundred rounds, this takes it
-over a thousand at the GPU benchmark's size (docs/benchmarks.md).
+of `_TREES` full binary trees of depth 2 to 4 over `_INFORMATIVE` of the features (the others carry nothing), each
+node a threshold on one feature at one of its quantiles, drawn towards both tails, each leaf a value drawn once:
+thousands of axis-aligned cells and their interactions, which a booster of many trees approximates round after round.
+Gaussian noise is added to it, and each query's documents are graded 0-4 by their rank within it (ranker.data.synthetic's
+shares: most irrelevant, few perfect). Query sizes are MSLR-like (ranker.data.synthetic_search). What LightGBM and the
+entry points make of it at the benchmark's two sizes: docs/benchmarks.md, defaults sized for the hardware.
 """
 
 from __future__ import annotations
@@ -28,14 +28,17 @@ from ranker.data.synthetic_search import drawn_queries
 # different seeds (training and test channels) are samples of one problem.
 _PROBLEM_SEED = 20_261_204
 _HEAVY_SHARE, _BINARY_SHARE = 0.4, 0.2
-_TREES = 400
-_INFORMATIVE = 32
+_TREES = 300
+_INFORMATIVE = 24
 """Features the trees split on; the others are drawn alike and carry nothing (trees ignore such features, an MLP
 must learn to)."""
 _DEPTHS = (2, 3, 4)
-_RELEVANCE_NOISE = 0.5
+_RELEVANCE_NOISE = 0.1
 """Standard deviation of the noise added to the trees' relevance, in units of the relevance's own."""
-_LEVEL_LOW, _LEVEL_HIGH, _LEVEL_SHAPE = 0.1, 0.9, 1.0
+_LEVEL_LOW, _LEVEL_HIGH, _LEVEL_SHAPE = 0.01, 0.99, 0.5
+"""A threshold's quantile: `_LEVEL_LOW` plus a Beta(`_LEVEL_SHAPE`, `_LEVEL_SHAPE`) share of the range up to
+`_LEVEL_HIGH`, most of them near either end: a rare high count, a rare low score, where an encoding of quantile bins
+is coarsest."""
 _REFERENCE_DOCS = 100_000
 """Documents drawn once to place the trees' thresholds at quantiles of each feature."""
 

@@ -157,7 +157,7 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
     backend = distributed.resolve_backend(config.train.backend, topology, device.type == "cuda")
     path = fast_paths.choose(config.train, device.type, topology.world_size, backend)
     if topology.is_main:
-        print(f"{config.describe_defaults()}\n{path.describe()}", flush=True)
+        print(f"{path.describe()}\n{config.describe_defaults()}", flush=True)
     # Before CUDA is initialised (the process group sets the device): the text parser's worker processes can then
     # start by fork, instead of each importing this entry point again (ranker.data.letor_processes).
     timeline.mark("imported", topology.is_main)
