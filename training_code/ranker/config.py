@@ -248,7 +248,8 @@ class HardwareDefaults:
 
 
 # The CPU keeps the fields' own defaults, sized for the 2-core demo. A GPU trains a wider model on smaller batches for
-# longer, chosen by measurement on one GPU (docs/benchmarks.md, defaults sized for the hardware).
+# longer, chosen from a single measurement on one H200 host that benchmarks.ranking_gpu_defaults repeats
+# (docs/benchmarks.md, defaults sized for the hardware).
 HARDWARE_DEFAULTS = {
     "cpu": HardwareDefaults("cpu"),
     "cuda": HardwareDefaults("gpu", (("model.width", 2048), ("train.batch_size", 32), ("train.epochs", 100),
