@@ -29,10 +29,12 @@ Steps, in order (every run alone on the machine, unless it says side by side):
   recipes        side by side: three seeds of the shipped defaults and their ensemble (benchmarks.ranking_recipes),
                  and the RECIPES
 
-LightGBM is a wheel carried to the GPU host (it has no package index); fetch it once, from the repository's root:
+LightGBM is a wheel carried to the GPU host (it has no package index), with narwhals, which LightGBM 4.7 imports (NumPy
+and SciPy, its other imports, come with torch's environment there); fetch them once, from the repository's root:
     python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \\
-        --platform manylinux_2_28_x86_64 -d .whl-lightgbm lightgbm==4.7.0
-and carry `.whl-lightgbm`: the first step installs it into `--work` (`--wheels`). The LETOR sample lives beside the
+        --platform manylinux_2_28_x86_64 -d .whl-lightgbm lightgbm==4.7.0 narwhals==2.29.0
+and carry `.whl-lightgbm` (git ignores it): the call installs every wheel there into `--work` (`--wheels`) and stops
+before any step, naming what is missing, where LightGBM then does not import. The LETOR sample lives beside the
 clone (../shared/data/letor-sample), which does not travel: copy it into `.device/letor-sample`, carry that folder and
 set LETOR_SAMPLE_DIR=.device/letor-sample.
 """
@@ -164,16 +166,29 @@ def share_trees_data(work: Path) -> None:
 
 
 def lightgbm_path(wheels: Path, work: Path, env: dict[str, str]) -> str | None:
-    """A folder holding LightGBM installed from the carried wheel (`wheels`), where this Python lacks it and the
-    wheel is there; None otherwise."""
-    probe = subprocess.run([sys.executable, "-c", "import lightgbm"], env=env, capture_output=True, check=False)
-    if probe.returncode == 0 or not list(wheels.glob("lightgbm-*.whl")):
+    """A folder holding LightGBM and what it imports, installed from the carried wheels (every wheel in `wheels`),
+    where this Python lacks it and LightGBM's wheel is there; None otherwise. Exits, with the import's error and the
+    fix, where LightGBM installed so does not import (a wheel left out, a system library missing): before the first
+    step, not at the step that runs it."""
+    if _import_error(env) is None or not list(wheels.glob("lightgbm-*.whl")):
         return None
     target = work / "site"
     if not target.exists():
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
-                        "--target", str(target), *map(str, wheels.glob("lightgbm-*.whl"))], check=True)
+                        "--target", str(target), *map(str, sorted(wheels.glob("*.whl")))], check=True)
+    error = _import_error({**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(target), env.get("PYTHONPATH")]))})
+    if error is not None:
+        shutil.rmtree(target)  # a later call, given the missing wheel, installs them all again
+        sys.exit(f"--wheels: LightGBM installed from {wheels} does not import ({error}): download its wheels again "
+                 "with the command in this script's --help, which fetches the packages it imports beside it")
     return str(target)
+
+
+def _import_error(env: dict[str, str]) -> str | None:
+    """The last line of what `import lightgbm` raised in a fresh interpreter with `env`; None where it imports."""
+    probe = subprocess.run([sys.executable, "-c", "import lightgbm"], env=env, capture_output=True, text=True,
+                           check=False)
+    return None if probe.returncode == 0 else (probe.stderr.strip().splitlines() or ["no error text"])[-1]
 
 
 def save_records(work: Path, out: Path, doc: Path) -> None:
