@@ -123,6 +123,9 @@ def build_trainer(config: RunConfig, topology: Topology, callbacks: list[Callbac
         callbacks=callbacks, logger=loggers, log_every_n_steps=train.log_every,
         # The data module already splits every batch across the ranks (ranker.data.batches' global order).
         use_distributed_sampler=False,
+        # No sanity pass over validation batches before the first step, as in train_ddp.py: the first epoch's own
+        # validation runs the same code, and the pass delayed every run's first step (docs/benchmarks.md, fixed cost).
+        num_sanity_val_steps=0,
         enable_progress_bar=progress_bar, default_root_dir=config.paths.output_data_dir)
     return L.Trainer(**{**settings, **overrides})
 
