@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from benchmarks.baselines.lightgbm_lambdarank import PARAMS as LIGHTGBM_PARAMS
-from benchmarks.data_pipeline import revision_tree
+from benchmarks.data_pipeline import revision_tree, scheduling
 from benchmarks.gpu_scaling import SAFE_NCCL_ENV
 from benchmarks.project_code import TRAINING_CODE
 from benchmarks.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
@@ -54,6 +54,8 @@ SECTION = "time-to-model"
 PLAIN_SCRIPT = Path(__file__).resolve().parent / "baselines" / "plain_letor.py"
 LIGHTGBM_SCRIPT = PLAIN_SCRIPT.with_name("lightgbm_lambdarank.py")
 ENTRY_POINTS = {"native": "train_ddp.py", "lightning": "train_lightning.py"}
+RUN_TITLES = {"native": "entry points", "lightning": "entry points", "plain": "plain PyTorch", "lightgbm": "LightGBM"}
+"""What the section's title calls each of `--runs`."""
 THIS_TREE = "this tree"
 PHASES = ("start-up", "ingest", "to device", "training", "evaluation", "saving")
 # The events each run's log marks, in order; a phase is the time between two of them (launch is 0).
@@ -272,7 +274,9 @@ def payoff_statement(runs: list[Run], epochs: int) -> str:
     return " ".join(sentences)
 
 
-def render(runs: list[Run], args: argparse.Namespace, dataset: dict[str, object], machine: str) -> str:
+def render(runs: list[Run], args: argparse.Namespace, dataset: dict[str, object], machine: str,
+           load: tuple[float, float]) -> str:
+    """The section's body; `load`: the machine's one-minute load average at the start and the end of the runs."""
     headers = ["run", "GPUs", "launch to model (s)", *(f"{phase} (s)" for phase in PHASES), "test NDCG@10", "notes"]
     rows = []
     for run in runs:
@@ -284,6 +288,8 @@ def render(runs: list[Run], args: argparse.Namespace, dataset: dict[str, object]
                      f"{run.wall:.1f}", *(f"{phases[p]:.1f}" for p in PHASES),
                      f"{run.ndcg_at_10:.4f}", run.note])
     return (f"{provenance(machine=machine)}\n"
+            f"- Load average {load[0]:.1f} at the start, {load[1]:.1f} at the end, {scheduling()} (other work on the "
+            "machine slows every run; runs compared in one table alternate, so it slows them alike)\n"
             f"- Data: {dataset['train_queries']:,} training queries ({dataset['train_docs']:,} documents, "
             f"{dataset['train_mb']:,.0f} MB of LETOR text) and {dataset['test_queries']:,} held-out test queries "
             f"({dataset['test_mb']:,.0f} MB), {args.features} features, 60-180 documents per query, 10% of values 0 "
@@ -342,8 +348,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                              "a table of each one's fixed cost")
     parser.add_argument("--repeats", type=int, default=1, help="runs of each entry point (and of the baseline's)")
     args = parser.parse_args(argv)
+    load_at_start = os.getloadavg()[0]
     gpu_counts = [int(count) for count in args.gpus.split(",")]
     chosen = args.runs.split(",")
+    if unknown := [run for run in chosen if run not in RUN_TITLES]:
+        parser.error(f"--runs: {', '.join(unknown)} is not a run; choose from {', '.join(RUN_TITLES)}")
     env = {**os.environ, **SAFE_NCCL_ENV, "PYTHONUNBUFFERED": "1"}
     if args.device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
@@ -378,14 +387,15 @@ def main(argv: Sequence[str] | None = None) -> None:
             print("running LightGBM ...", flush=True)
             runs.append(run_lightgbm(train, test, args.lightgbm_rounds, work, env))
 
-    body = render(runs, args, dataset, machine_description(args.device))
+    body = render(runs, args, dataset, machine_description(args.device), (load_at_start, os.getloadavg()[0]))
     if args.baseline or args.repeats > 1:
         body += ("\nFixed cost of each entry point, the medians of its runs (this tree's and the baseline's alternating, "
                  "so the machine's load moves both alike), from the `timeline:` lines it logged:\n\n"
                  f"{fixed_cost_table(runs)}\n")
     print(body)
-    write_section(args.section, f"Time to model on MSLR-WEB30K-shaped text ({args.queries:,} queries): entry points, "
-                  "plain PyTorch, LightGBM", body, doc=args.doc)
+    ran = ", ".join(dict.fromkeys(RUN_TITLES[run] for run in chosen))
+    write_section(args.section, f"Time to model on MSLR-WEB30K-shaped text ({args.queries:,} queries): {ran}", body,
+                  doc=args.doc)
     print(f"written to {args.doc}")
 
 

@@ -439,6 +439,15 @@ def test_the_fixed_cost_table_gives_each_entry_point_and_code_the_medians_of_its
                                          ["before", "3", "4.50", "2.00", "6.00", "14.00 |"]]
 
 
+def test_time_to_model_refuses_an_unknown_run_before_it_writes_any_data(tmp_path, capsys):
+    from benchmarks import time_to_model
+
+    with pytest.raises(SystemExit):
+        time_to_model.main(["--device", "cpu", "--runs", "native,lightgbn", "--work", str(tmp_path / "work")])
+    assert "--runs: lightgbn is not a run; choose from native, lightning, plain, lightgbm" in capsys.readouterr().err
+    assert not (tmp_path / "work").exists()
+
+
 @pytest.mark.slow
 def test_time_to_model_at_a_tiny_size_on_cpu_writes_its_section(tmp_path):
     from benchmarks import time_to_model
