@@ -12,13 +12,14 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import lightning as L
 import pytest
 import torch
 import torch.distributed as dist
 import train_lightning
 from ranker.config import ModelConfig, TrainConfig, parse_config
 from sagemaker_distributed import Topology
-from sagemaker_distributed.lightning import SageMakerEnvironment
+from sagemaker_distributed.lightning import SageMakerEnvironment, quiet_lightning_console
 from ranker.gpu.fused_data_parallel import FusedDataParallel
 from ranker.gpu.fused_linear import FusedLayers
 from ranker.gpu.sharded_optimizer import ShardedAdamW
@@ -155,3 +156,30 @@ def test_lightning_on_the_fused_path_trains_like_the_native_loop_and_checkpoints
     resumed = forced_run("train_lightning.py", tmp_path / "lightning", str(synthetic_channel))
     for name, value in resumed.weights().items():
         torch.testing.assert_close(value, lightning_weights[name], atol=0, rtol=0, msg=name)
+
+
+def test_the_first_training_step_comes_before_any_validation_batch(tmp_path):
+    from lightning.pytorch.demos.boring_classes import BoringModel
+
+    class Order(L.Callback):
+        def __init__(self):
+            self.seen: list[str] = []
+
+        def on_train_batch_start(self, *args) -> None:
+            self.seen.append("train")
+
+        def on_validation_batch_start(self, *args) -> None:
+            self.seen.append("validation")
+
+    # Given a Trainer as train_lightning.py builds it (its console quieted first), for one process, fitting a model
+    # with validation batches
+    quiet_lightning_console()
+    config = parse_config(["--train", str(tmp_path)], env={})
+    order = Order()
+    trainer = train_lightning.build_trainer(config, Topology("single", 0, 1, 0, 1, "127.0.0.1", free_port()),
+                                            callbacks=[order], loggers=False, max_epochs=1, max_steps=-1,
+                                            limit_train_batches=2, limit_val_batches=1,
+                                            enable_checkpointing=False, enable_model_summary=False)
+    trainer.fit(BoringModel())
+    # Then no sanity check validates before training: the first step is the run's first batch, as in train_ddp.py
+    assert order.seen[0] == "train" and "validation" in order.seen

@@ -61,6 +61,8 @@ def test_two_rank_torchrun_trains_and_writes_every_artifact(runs, script):
     metrics = json.loads((dirs.model_dir / "metrics.json").read_text())
     assert {"train_loss", "val_ndcg@10"} <= metrics.keys()
     assert {p.name for p in dirs.output_dir.iterdir()} >= {"loss.png", "ndcg.png"}
+    # And on CPU processes both the log and metrics.json say the run took the CPU's defaults
+    assert result.stdout.splitlines().count("defaults: cpu (each flag's own)") == 1 and metrics["defaults"] == "cpu"
 
 
 @pytest.mark.parametrize("script", ["train_ddp.py", "train_lightning.py"])

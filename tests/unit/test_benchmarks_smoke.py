@@ -439,6 +439,33 @@ def test_the_second_gpu_pays_for_itself_from_fixed_cost_over_saving_per_epoch():
     assert "from 3.0 epochs on" in statement and "faster at 10" in statement
 
 
+def test_the_fixed_cost_table_gives_each_entry_point_and_code_the_medians_of_its_runs():
+    from benchmarks.ranking.time_to_model import THIS_TREE, Run, fixed_cost_table
+
+    def run(code: str, first_step: float, tail: float, wall: float) -> Run:
+        marks = {"imported": 1.0, "first step": first_step, "trained": 10.0, "exported": 10.0 + tail}
+        return Run("native", 1, {"exit": wall}, 0.9, phase_marks=marks, code=code)
+
+    # Given three runs of this tree and three of a baseline, alternating, and a LightGBM run without a timeline
+    runs = [run(THIS_TREE, 3.0, 1.0, 12.0), run("before", 4.0, 2.0, 14.0), run(THIS_TREE, 2.0, 1.5, 11.0),
+            run("before", 5.0, 2.5, 15.0), run(THIS_TREE, 9.0, 0.5, 20.0), run("before", 4.5, 1.0, 13.0),
+            Run("LightGBM lambdarank", 0, {"exit": 5.0}, 0.8)]
+    rows = [line.split(" | ") for line in fixed_cost_table(runs).splitlines()[2:]]
+    # Then one row per code: launch to first step, last step to export, their sum and launch to exit, each the median
+    # over the code's runs (the sums' median: 3 + 1, 2 + 1.5, 9 + 0.5 give 4.0)
+    assert [row[2:] for row in rows] == [[THIS_TREE, "3", "3.00", "1.00", "4.00", "12.00 |"],
+                                         ["before", "3", "4.50", "2.00", "6.00", "14.00 |"]]
+
+
+def test_time_to_model_refuses_an_unknown_run_before_it_writes_any_data(tmp_path, capsys):
+    from benchmarks import time_to_model
+
+    with pytest.raises(SystemExit):
+        time_to_model.main(["--device", "cpu", "--runs", "native,lightgbn", "--work", str(tmp_path / "work")])
+    assert "--runs: lightgbn is not a run; choose from native, lightning, plain, lightgbm" in capsys.readouterr().err
+    assert not (tmp_path / "work").exists()
+
+
 @pytest.mark.slow
 def test_time_to_model_at_a_tiny_size_on_cpu_writes_its_section(tmp_path):
     from benchmarks.ranking import time_to_model
