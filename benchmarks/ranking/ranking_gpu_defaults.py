@@ -45,6 +45,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -238,14 +239,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     done_folder = args.work / "steps"
     done_folder.mkdir(exist_ok=True)
     pending = [step for step in steps if step.name in chosen and not (done_folder / step.name).exists()]
-    for step in pending:
-        if time.perf_counter() - started + step.estimate > args.budget:
-            break
-        print(f"ranking_gpu_defaults: {step.name} ...", flush=True)
-        step_env = {**env, **({"PYTHONPYCACHEPREFIX": str(args.work / "bytecode-cache")} if step.bytecode else {})}
-        share_trees_data(args.work)
-        subprocess.run([sys.executable, "-m", *step.command], env=step_env, check=step.must_succeed)
-        (done_folder / step.name).write_text(json.dumps({"seconds": round(time.perf_counter() - started, 1)}))
+    # A call stopped by `timeout` (a step that outran its estimate) still keeps the runs its step finished.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(f"ranking_gpu_defaults: stopped; the finished runs are in {args.out}"))
+    try:
+        for step in pending:
+            if time.perf_counter() - started + step.estimate > args.budget:
+                break
+            print(f"ranking_gpu_defaults: {step.name} ...", flush=True)
+            step_env = {**env, **({"PYTHONPYCACHEPREFIX": str(args.work / "bytecode-cache")} if step.bytecode else {})}
+            share_trees_data(args.work)
+            subprocess.run([sys.executable, "-m", *step.command], env=step_env, check=step.must_succeed)
+            (done_folder / step.name).write_text(json.dumps({"seconds": round(time.perf_counter() - started, 1)}))
+            save_records(args.work, args.out, doc)
+    finally:
         save_records(args.work, args.out, doc)
     missing = [step.name for step in steps if step.name in chosen and not (done_folder / step.name).exists()]
     save_records(args.work, args.out, doc)

@@ -458,7 +458,7 @@ def test_the_fixed_cost_table_gives_each_entry_point_and_code_the_medians_of_its
 
 
 def test_time_to_model_refuses_an_unknown_run_before_it_writes_any_data(tmp_path, capsys):
-    from benchmarks import time_to_model
+    from benchmarks.ranking import time_to_model
 
     with pytest.raises(SystemExit):
         time_to_model.main(["--device", "cpu", "--runs", "native,lightgbn", "--work", str(tmp_path / "work")])
