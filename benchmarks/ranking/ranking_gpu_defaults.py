@@ -197,8 +197,9 @@ def save_records(work: Path, out: Path, doc: Path) -> None:
     and its plots to read now, into `out`."""
     out.mkdir(parents=True, exist_ok=True)
     with tarfile.open(out / RECORDS, "w:gz") as archive:
-        for path in [*work.glob("*/*/results/*.json"), *work.glob("steps/*"), *work.glob("throughput/*.json*"),
-                     doc, *doc.parent.glob("benchmarks-*.png")]:
+        # Each dataset's recipe travels with its runs: the data drawn again from it keeps them (ranking_quality).
+        for path in [*work.glob("*/*/results/*.json"), *work.glob("*/*/recipe.json"), *work.glob("steps/*"),
+                     *work.glob("throughput/*.json*"), doc, *doc.parent.glob("benchmarks-*.png")]:
             if path.exists():
                 archive.add(path, arcname=str(path.relative_to(work)))
     for path in [doc, *doc.parent.glob("benchmarks-*.png")]:

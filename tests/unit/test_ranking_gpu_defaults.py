@@ -81,6 +81,28 @@ def test_later_steps_take_the_first_steps_tree_data_and_its_lightgbm_run_only(tm
     assert (tmp_path / "bytecode" / "trees" / "results" / "native-1.json").read_text() == "with bytecode"
 
 
+def test_a_run_a_cut_short_step_recorded_is_kept_on_another_machine_where_the_data_is_drawn_again(tmp_path):
+    # Given a step that recorded LightGBM's run before its call was stopped, its records carried to a fresh machine
+    _write_trees_step(tmp_path / "first" / "as-lent" / "trees")
+    doc = tmp_path / "first" / "benchmarks.md"
+    doc.write_text("doc")
+    ranking_gpu_defaults.save_records(tmp_path / "first", tmp_path / "out", doc)
+    with tarfile.open(tmp_path / "out" / ranking_gpu_defaults.RECORDS) as archive:
+        archive.extractall(tmp_path / "second", filter="data")
+    folder = tmp_path / "second" / "as-lent" / "trees"
+
+    # When the step there draws the same data again from the same recipe
+    def write() -> tuple[Path, Path]:
+        for name in ("rank.train", "rank.test"):
+            (folder / name).write_text(name)
+        return folder / "rank.train", folder / "rank.test"
+
+    ranking_quality.written_data(folder, {"dataset": "trees", "queries": 10}, write)
+
+    # Then the runs recorded under it are kept, not run again
+    assert sorted(path.name for path in (folder / "results").iterdir()) == ["lightgbm-1.json", "native-1.json"]
+
+
 @pytest.fixture
 def tiny_letor_sample(tmp_path) -> Path:
     return synthetic.write_letor(synthetic.generate(250, 4, 8, seed=3), tmp_path / "letor").parent
