@@ -17,17 +17,21 @@ from training_trigger.limits import (
     hyperparameter_key_errors,
     instance_type_errors,
     s3_data_distributions,
+    shown,
     tag_errors,
 )
 from training_trigger.settings import Settings
 
 HyperparameterValue = str | int | float | bool
+# CreateTrainingJob's MlflowConfig.MlflowExperimentName (botocore's model: 1 to 256 characters of any kind).
+MAX_EXPERIMENT_NAME_LENGTH = 256
 RESERVED_HYPERPARAMETER_PREFIX = "sagemaker_"
 
 # The tags the trigger adds to every job it starts (provenance), which overrides may neither repeat nor crowd out.
 TRIGGER_TAG_KEYS = ("trigger-source", "dataset", "dataset-version", "marker-etag")
 OVERRIDE_FIELDS = ("entry_point", "distribution", "instance_type", "instance_count", "hyperparameters", "spot",
-                   "max_runtime", "tags", "tensorboard", "environment", "train_data_distribution")
+                   "max_runtime", "tags", "tensorboard", "environment", "train_data_distribution", "infra_check",
+                   "mlflow_experiment_name")
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,13 @@ class JobOverrides:
     """How SageMaker spreads the `train` channel's objects over the instances: `FullyReplicated` (every instance
     downloads all of them) or `ShardedByS3Key` (each instance about 1/N of the objects); `validation` and `test`
     are always replicated; default: the stack's `train_data_distribution`."""
+    infra_check: bool | None = None
+    """Run SageMaker's cluster health check (instance hardware and the network between instances) before the job's
+    code (`InfraCheckConfig`; docs/reliability.md); default: the stack's `infra_check` (jobs of two or more
+    instances)."""
+    mlflow_experiment_name: str | None = None
+    """The MLflow experiment the job's run goes to, at most 256 characters; default: `<project_prefix>-<dataset>`.
+    Needs the stack's `mlflow_resource_arn` (docs/experiment-tracking.md)."""
 
     def then(self, later: JobOverrides) -> JobOverrides:
         """These overrides with `later`'s on top (hyperparameters and tags merge key by key)."""
@@ -85,6 +96,8 @@ class JobOverrides:
             tensorboard=pick("tensorboard"),
             environment={**self.environment, **later.environment},
             train_data_distribution=pick("train_data_distribution"),
+            infra_check=pick("infra_check"),
+            mlflow_experiment_name=pick("mlflow_experiment_name"),
         )
 
 
@@ -142,6 +155,18 @@ def parse_overrides(payload: Mapping[str, Any], where: str, settings: Settings) 
             return None
         return value
 
+    def experiment_name() -> str | None:
+        value = payload.get("mlflow_experiment_name")
+        if value is None:
+            return None
+        if not settings.mlflow_resource_arn:
+            errors.append(f"{where}.mlflow_experiment_name={value!r}: the pipeline tracks no experiments (its "
+                          f"mlflow_resource_arn is unset): remove the field, or set mlflow_resource_arn and redeploy")
+        elif not isinstance(value, str) or not 1 <= len(value) <= MAX_EXPERIMENT_NAME_LENGTH:
+            errors.append(f"{where}.mlflow_experiment_name={shown(value)} is not a name of 1 to "
+                          f"{MAX_EXPERIMENT_NAME_LENGTH} characters: e.g. \"web-search-ablations\"")
+        return value if isinstance(value, str) else None
+
     instance_type = payload.get("instance_type")
     if instance_type is not None:
         errors += instance_type_errors(instance_type, f"{where}.instance_type")
@@ -171,6 +196,8 @@ def parse_overrides(payload: Mapping[str, Any], where: str, settings: Settings) 
         tensorboard=boolean("tensorboard"),
         environment=dict(environment) if isinstance(environment, Mapping) else {},
         train_data_distribution=choice("train_data_distribution", s3_data_distributions()),
+        infra_check=boolean("infra_check"),
+        mlflow_experiment_name=experiment_name(),
     )
     if errors:
         raise InvalidInput(errors)

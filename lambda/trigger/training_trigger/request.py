@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from training_trigger import health_check
 from training_trigger.instances import has_local_nvme
 from training_trigger.planning import FULLY_REPLICATED, TRAIN_CHANNEL, TrainingJobSpec
 from training_trigger.settings import Settings
@@ -149,4 +150,9 @@ def build_training_job_request(spec: TrainingJobSpec, settings: Settings) -> dic
         request["TensorBoardOutputConfig"] = {
             "S3OutputPath": f"{settings.output_s3_uri.rstrip('/')}/{spec.job_name}/tensorboard/",
             "LocalPath": TENSORBOARD_LOCAL_PATH}
+    # Neither has a place in a tuning job's training definition (botocore's HyperParameterTrainingJobDefinition).
+    if spec.infra_check:
+        request["InfraCheckConfig"] = health_check.request_config()
+    if spec.mlflow is not None:
+        request["MlflowConfig"] = spec.mlflow.request_config()
     return request
