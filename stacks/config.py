@@ -28,6 +28,8 @@ from stacks.trigger_modules import trigger_module
 profiles = training_code_module("sagemaker_distributed/container_profiles.py")
 job_environment = training_code_module("sagemaker_distributed/job_environment.py")
 job_names = trigger_module("job_names.py")
+experiment_tracking = trigger_module("experiment_tracking.py")
+health_check = trigger_module("health_check.py")
 
 # SageMaker's managed spot and warm pools cap a job at 28 days.
 _MAX_JOB_SECONDS = 28 * 24 * 3600
@@ -189,6 +191,20 @@ class PipelineConfig(BaseModel):
     job_retry_attempts: int = Field(ge=0, le=30,
                                     description="SageMaker `RetryStrategy` attempts after an internal failure "
                                                 "(0: none)")
+    mlflow_resource_arn: str | None = Field(
+        default=None,
+        description="ARN of a SageMaker managed MLflow tracking server or MLflow app in the stack's region "
+                    "(`arn:aws:sagemaker:<region>:<account>:mlflow-tracking-server/<name>` or `...:mlflow-app/<id>`): "
+                    "every job logs its parameters, validation metrics, final metrics and model location to a run "
+                    "named after the job, in the experiment `<project_prefix>-<dataset>` (SageMaker's "
+                    "`MlflowConfig`), and the execution role may use that server and no other; unset: no tracking "
+                    "(docs/experiment-tracking.md)")
+    infra_check: Literal["multi_instance", "always", "never"] = Field(
+        default="multi_instance",
+        description="which jobs run SageMaker's cluster health check (instance hardware and the network between "
+                    "instances) before their code (`InfraCheckConfig`): `multi_instance` jobs of two or more "
+                    "instances, `always`, or `never`; a manifest.json or manual payload's `infra_check` overrides it "
+                    "per job (docs/reliability.md, Cluster health check)")
     tuning_strategy: Literal["Bayesian", "Random", "Hyperband", "Grid"] = Field(
         default="Bayesian",
         description="default search strategy of a `tuning` section (docs/tuning.md): SageMaker's `Bayesian`, "
@@ -426,6 +442,14 @@ class PipelineConfig(BaseModel):
             quality = self.model_quality_metrics
             _require(self.registration_threshold.metric in quality, "registration_threshold.metric",
                      self.registration_threshold.metric, f"one of the jobs' model metrics {list(quality)}")
+        if self.mlflow_resource_arn is not None:
+            arn_errors = experiment_tracking.resource_arn_errors(
+                self.mlflow_resource_arn, "mlflow_resource_arn", region=self.region,
+                arn_pattern=sagemaker_model().shape_for("MlflowConfig").members["MlflowResourceArn"].metadata["pattern"])
+            arn_errors += [f"default_environment.{name} is set by the pipeline from mlflow_resource_arn: remove it"
+                           for name in experiment_tracking.TRACKING_VARIABLES if name in self.default_environment]
+            if arn_errors:
+                raise ValueError("; ".join(arn_errors))
         # The names and limits the trigger checks every job against, for the distribution default jobs run.
         environment_errors = job_environment.environment_errors(
             self.default_environment, "default_environment", distribution=self.distribution,
