@@ -49,10 +49,11 @@ from ranker.config import RunConfig, parse_config
 from ranker.lightning.callbacks import MetricLines, RandomStatePerRank
 from ranker.lightning.datamodule import RankingDataModule
 from ranker.lightning.module import RankingModule
+from ranker.lightning.tracking import mlflow_logger
 from ranker.lightning.strategy import FusedDataParallelStrategy
 from ranker.log_format import format_metrics
 from ranker.training.checkpoint import seed_everything
-from ranker.training import engine, timeline
+from ranker.training import engine, timeline, tracking
 from ranker.training.selection import SELECTION_METRIC, exported_weights_note
 from ranker.training.session import (agree_on_splits, entry_point_run, load_splits, model_config_for,
                                      write_artifacts)
@@ -150,7 +151,9 @@ def train(config: RunConfig) -> None:
     engine.fit_encoding(module.model, data.encoding_rows, config.train.seed)
     timeline.mark("encoding fitted", topology.is_main)
     metric_lines, best = MetricLines(config.train.log_every), best_checkpoint(config)
-    trainer = build_trainer(config, topology, build_callbacks(config, metric_lines, best), build_loggers(config))
+    run = tracking.open_run(topology.is_main, config)  # a tracked job's MLflow run, on rank 0
+    loggers = build_loggers(config) + ([mlflow_logger(run)] if run is not None else [])
+    trainer = build_trainer(config, topology, build_callbacks(config, metric_lines, best), loggers)
     trainer.fit(torch.compile(module) if config.train.compile else module, datamodule=datamodule,
                 ckpt_path="last" if has_checkpoint(config.paths.checkpoint_dir) else None)
     timeline.mark("trained", topology.is_main)
@@ -168,6 +171,8 @@ def train(config: RunConfig) -> None:
     MetricLines.report(trainer, module, exported_weights_note(exported["exported_step"], exported["exported_epoch"]))
     if trainer.is_global_zero:
         write_artifacts(config, module.model_config, module.model, metric_lines.history, {**final, **exported})
+    if run is not None:
+        run.finish({**final, **exported}, trainer.global_step, config.paths.model_dir)
     trainer.strategy.barrier()
     MetricLines.report(trainer, module, format_metrics({"epoch": metric_lines.completed_epochs(trainer),
                                                         "step": trainer.global_step, **final}))  # the log's last line

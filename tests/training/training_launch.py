@@ -62,8 +62,9 @@ def command(script: str, nproc: int) -> list[str]:
             "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(TRAINING_CODE / script)]
 
 
-def run_script(script: str, args: list[str], nproc: int = 1, timeout: int = 180) -> subprocess.CompletedProcess:
-    result = subprocess.run(command(script, nproc) + args, env=script_env(), capture_output=True, text=True,
+def run_script(script: str, args: list[str], nproc: int = 1, timeout: int = 180,
+               **env: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(command(script, nproc) + args, env=script_env(**env), capture_output=True, text=True,
                             timeout=timeout, cwd=TRAINING_CODE)
     assert result.returncode == 0, f"{script} x{nproc} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result

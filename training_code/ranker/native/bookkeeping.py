@@ -18,15 +18,17 @@ from ranker.training.engine import TrainingParts, learning_rate
 from ranker.training.meter import TrainingMeter
 from ranker.training.selection import SELECTION_METRIC, BestWeights, exported_weights_note
 from ranker.training.session import Session, evaluate_split, final_metrics, finish_session
+from ranker.training.tracking import TrackedRun
 
 
 class Bookkeeping:
     """Takes `resumed` (checkpoint.restore_training_state's rest, or None for a fresh run) onto `parts`, then keeps
-    the books of the loop over `total_steps` steps of `steps_per_epoch` each."""
+    the books of the loop over `total_steps` steps of `steps_per_epoch` each; a tracked job's MLflow `run` (rank
+    0's) gets every metric line and the final metrics."""
 
     def __init__(self, session: Session, parts: TrainingParts, steps_per_epoch: int, total_steps: int,
-                 resumed: dict[str, Any] | None):
-        self.session, self.parts = session, parts
+                 resumed: dict[str, Any] | None, run: TrackedRun | None = None):
+        self.session, self.parts, self.run = session, parts, run
         self.steps_per_epoch, self.total_steps = steps_per_epoch, total_steps
         self.config = session.config.train
         self.loss_function = LOSSES[self.config.loss]
@@ -107,6 +109,8 @@ class Bookkeeping:
     def report(self, metrics: dict[str, float]) -> None:
         self.session.history.append(metrics)
         self.progress.report(metrics)
+        if self.run is not None:
+            self.run.log_metrics(metrics, metrics["step"])
 
     def finish(self) -> None:
         """Unless stopped by SIGTERM: the last weights validated too, the best weights put back into the model, then
@@ -125,4 +129,6 @@ class Bookkeeping:
         timeline.mark("evaluated", self.session.topology.is_main)
         self.progress.note(exported_weights_note(self.best.step, self.best.epoch))
         finish_session(self.session, self.parts.model, {**final, **self.best.provenance()})
+        if self.run is not None:
+            self.run.finish({**final, **self.best.provenance()}, self.step, self.session.config.paths.model_dir)
         self.progress.report({"epoch": self.epoch, "step": self.step, **final})  # the log's last line
