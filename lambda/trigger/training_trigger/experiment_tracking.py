@@ -4,8 +4,8 @@ and run, and what the job's request carries for them.
 SageMaker takes `MlflowConfig` (CreateTrainingJob: `MlflowResourceArn`, `MlflowExperimentName`, `MlflowRunName`) and
 reports the run it used in DescribeTrainingJob's `MlflowDetails`. AWS documents no environment it gives a script of
 one's own for it, so the job's environment also carries MLflow's own variables with the same values
-(`MLFLOW_TRACKING_URI` = the ARN, which the sagemaker-mlflow plugin resolves; `MLFLOW_EXPERIMENT_NAME`): any MLflow
-client in the job, the project's entry points or a user's script, logs to that experiment without further settings,
+(`MLFLOW_TRACKING_URI` = the ARN, which the sagemaker-mlflow plugin resolves; `MLFLOW_EXPERIMENT_NAME`), and the
+job's S3 output path for the model's location (`MODEL_S3_OUTPUT_PATH`): any MLflow client in the job, the project's entry points or a user's script, logs to that experiment without further settings,
 and names its run after the job (`TRAINING_JOB_NAME`, which SageMaker sets in every container), the run name
 `MlflowConfig` gives. A tuning job's training definition has no `MlflowConfig` (botocore's
 HyperParameterTrainingJobDefinition): its trials get the variables alone, one run per trial.
@@ -24,7 +24,9 @@ from dataclasses import dataclass
 RESOURCE_TYPES = ("mlflow-tracking-server", "mlflow-app")
 TRACKING_URI_VARIABLE = "MLFLOW_TRACKING_URI"
 EXPERIMENT_VARIABLE = "MLFLOW_EXPERIMENT_NAME"
-TRACKING_VARIABLES = (TRACKING_URI_VARIABLE, EXPERIMENT_VARIABLE)
+# The job's S3 output path, where SageMaker uploads <job>/output/model.tar.gz: the run records the model's location.
+OUTPUT_PATH_VARIABLE = "MODEL_S3_OUTPUT_PATH"
+TRACKING_VARIABLES = (TRACKING_URI_VARIABLE, EXPERIMENT_VARIABLE, OUTPUT_PATH_VARIABLE)
 _ARN = re.compile(r"arn:(?P<partition>[^:]+):sagemaker:(?P<region>[^:]*):(?P<account>[^:]*):(?P<type>[^/]*)/(?P<id>.*)")
 EXAMPLE_ARN = "arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/ranking"
 
@@ -36,6 +38,7 @@ class MlflowRun:
     resource_arn: str
     experiment_name: str
     run_name: str
+    output_s3_uri: str
 
     def request_config(self) -> dict[str, str]:
         """CreateTrainingJob's `MlflowConfig`."""
@@ -44,7 +47,8 @@ class MlflowRun:
 
     def environment(self) -> dict[str, str]:
         """The variables MLflow's client reads, for every process of the job (and of a tuning job's trials)."""
-        return {TRACKING_URI_VARIABLE: self.resource_arn, EXPERIMENT_VARIABLE: self.experiment_name}
+        return {TRACKING_URI_VARIABLE: self.resource_arn, EXPERIMENT_VARIABLE: self.experiment_name,
+                OUTPUT_PATH_VARIABLE: self.output_s3_uri}
 
 
 def resource_kind(arn: str) -> str:

@@ -140,7 +140,7 @@ def _mlflow_run(settings: Settings, overrides: JobOverrides, found: DatasetVersi
         return None
     experiment = overrides.mlflow_experiment_name or experiment_tracking.experiment_name(
         settings.job_name_prefix, found.dataset if found is not None else None)
-    return experiment_tracking.MlflowRun(settings.mlflow_resource_arn, experiment, job_name)
+    return experiment_tracking.MlflowRun(settings.mlflow_resource_arn, experiment, job_name, settings.output_s3_uri)
 
 
 def _tracking_variable_errors(environment: Mapping[str, str],

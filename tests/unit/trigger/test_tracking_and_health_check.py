@@ -10,6 +10,8 @@ helpers these tests use.
 from __future__ import annotations
 
 import pytest
+from ranker.training import tracking
+from training_trigger import experiment_tracking
 from training_trigger.experiment_tracking import MlflowRun, resource_arn_errors
 from training_trigger.preflight import service_model_errors, tuning_preflight_errors
 from training_trigger.request import build_training_job_request
@@ -54,7 +56,8 @@ def test_a_tracked_job_names_its_run_in_the_request_and_its_environment(deployed
     assert request["MlflowConfig"] == {"MlflowResourceArn": SERVER_ARN, "MlflowExperimentName": "ranker-web search",
                                        "MlflowRunName": request["TrainingJobName"]}
     # and every process gets MLflow's own variables with the same server and experiment
-    assert request["Environment"] == {"MLFLOW_TRACKING_URI": SERVER_ARN, "MLFLOW_EXPERIMENT_NAME": "ranker-web search"}
+    assert request["Environment"] == {"MLFLOW_TRACKING_URI": SERVER_ARN, "MLFLOW_EXPERIMENT_NAME": "ranker-web search",
+                                      "MODEL_S3_OUTPUT_PATH": "s3://ranker-artifacts-example/models/"}
     assert service_model_errors(request) == []
 
 
@@ -140,7 +143,8 @@ def test_a_tuning_jobs_trials_log_through_the_variables_alone(deployed, s3_stub,
     # Then every trial gets the server and the experiment, and the API model accepts the request
     definition = request["TrainingJobDefinition"]
     assert definition["Environment"] == {"MLFLOW_TRACKING_URI": SERVER_ARN,
-                                         "MLFLOW_EXPERIMENT_NAME": "ranker-web search"}
+                                         "MLFLOW_EXPERIMENT_NAME": "ranker-web search",
+                                         "MODEL_S3_OUTPUT_PATH": "s3://ranker-artifacts-example/models/"}
     assert "MlflowConfig" not in definition and "MlflowConfig" not in request
     assert service_model_errors(request, "CreateHyperParameterTuningJob") == []
 
@@ -193,6 +197,11 @@ def _planned_tuning_spec(settings):
     section = parse_tuning_section({"ranges": {"learning-rate": {"type": "continuous", "min": 0.0001, "max": 0.01}}}, "tuning")
     tuning = resolve_tuning(section, entry_point="train_ddp.py", settings=settings, where="tuning",
                             hyperparameters={})
-    run = MlflowRun(SERVER_ARN, "ranker-web search", "ranker-web-search-t")
+    run = MlflowRun(SERVER_ARN, "ranker-web search", "ranker-web-search-t", settings.output_s3_uri)
     return job_spec(job_name="ranker-web-search-t", instance_count=2, distribution="none", tuning=tuning,
                     infra_check=True, mlflow=run, environment=run.environment())
+
+
+def test_the_variables_the_trigger_sets_are_the_ones_the_training_code_reads():
+    assert experiment_tracking.TRACKING_VARIABLES == (tracking.TRACKING_URI_VARIABLE, tracking.EXPERIMENT_VARIABLE,
+                                                      tracking.OUTPUT_PATH_VARIABLE)
