@@ -14,14 +14,13 @@ import functools
 import json
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 import botocore.session
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from stacks.model_metrics import model_quality_metrics, project_metric_names
-from stacks.source_layout import SourceLayoutError, bundle_members, project_path
+from stacks.source_layout import Member, SourceLayoutError, bundle_members, project_path
 from stacks.training_code_modules import TRAINING_CODE_DIR, training_code_module
 from stacks.trigger_modules import trigger_module
 
@@ -448,6 +447,11 @@ class PipelineConfig(BaseModel):
                 arn_pattern=sagemaker_model().shape_for("MlflowConfig").members["MlflowResourceArn"].metadata["pattern"])
             arn_errors += [f"default_environment.{name} is set by the pipeline from mlflow_resource_arn: remove it"
                            for name in experiment_tracking.TRACKING_VARIABLES if name in self.default_environment]
+            if self.enable_network_isolation:
+                # CreateTrainingJob's EnableNetworkIsolation: no outbound calls from the training container.
+                arn_errors.append("mlflow_resource_arn with enable_network_isolation=true: an isolated job's container "
+                                  "can make no network calls, so its run could not reach the tracking server: unset "
+                                  "one of them")
             if arn_errors:
                 raise ValueError("; ".join(arn_errors))
         # The names and limits the trigger checks every job against, for the distribution default jobs run.
@@ -485,10 +489,12 @@ class PipelineConfig(BaseModel):
         return (project_path(self.source_dir) == TRAINING_CODE_DIR
                 and self.entry_point in PROJECT_ENTRY_POINTS)
 
-    def source_members(self) -> dict[str, Path]:
-        """The job bundle's files by archive name: `source_dir`'s contents plus `dependencies`."""
+    def source_members(self) -> dict[str, Member]:
+        """The job bundle's files by archive name: `source_dir`'s contents plus `dependencies`, and the tracking
+        requirements where the stack tracks experiments."""
         return bundle_members(project_path(self.source_dir),
-                              tuple(project_path(dependency) for dependency in self.dependencies))
+                              tuple(project_path(dependency) for dependency in self.dependencies),
+                              tracking=self.mlflow_resource_arn is not None)
 
     @property
     def model_quality_metrics(self) -> tuple[str, ...]:

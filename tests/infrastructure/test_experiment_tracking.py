@@ -17,7 +17,7 @@ from stacks.trigger_environment import trigger_static_settings
 
 from . import test_template_checks as template_checks
 from .iam_policy import allows, resolve
-from .synthesis import bare_stack, config_for, synthesize, synthesized_static_settings
+from .synthesis import PROJECT_ROOT, bare_stack, config_for, source_bundle_in, synthesize, synthesized_static_settings
 from .test_constructs import DLC, _policy_statements
 
 SERVER_ARN = "arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/ranking"
@@ -65,6 +65,8 @@ def test_without_a_server_the_role_may_use_no_mlflow() -> None:
     ({"mlflow_resource_arn": SERVER_ARN, "default_environment": {"MLFLOW_EXPERIMENT_NAME": "x"}},
      ["default_environment.MLFLOW_EXPERIMENT_NAME is set by the pipeline from mlflow_resource_arn"]),
     ({"infra_check": "sometimes"}, ["infra_check", "'multi_instance', 'always' or 'never'"]),
+    ({"mlflow_resource_arn": SERVER_ARN, "enable_network_isolation": True},
+     ["mlflow_resource_arn with enable_network_isolation=true", "could not reach the tracking server"]),
 ])
 def test_a_bad_setting_stops_synthesis_naming_it(overrides: dict, named: list[str]) -> None:
     with pytest.raises(ConfigError) as error:
@@ -90,6 +92,22 @@ def tracked_app(tmp_path_factory: pytest.TempPathFactory):
 def test_a_tracked_pipeline_passes_cdk_nag_and_its_trigger_reads_the_server(tracked_app) -> None:
     template_checks.test_every_cdk_nag_finding_is_acknowledged_with_a_reason(tracked_app)
     assert synthesized_static_settings(tracked_app)["mlflow_resource_arn"] == SERVER_ARN
+
+
+def test_a_tracked_pipelines_jobs_install_the_tracking_packages(tracked_app) -> None:
+    # Given the tracked pipeline / When its jobs' bundle is read back from cdk.out
+    with source_bundle_in(tracked_app.out_dir, tracked_app.stateless) as bundle:
+        names = sorted(member.name for member in bundle.getmembers() if member.isfile())
+        requirements = bundle.extractfile("requirements.txt").read()
+        tracking = bundle.extractfile("requirements-tracking.txt").read()
+    # Then its requirements are the training code's, then the line naming the tracking file, which it holds
+    training_code = PROJECT_ROOT / "training_code"
+    assert requirements.startswith((training_code / "requirements.txt").read_bytes())
+    assert requirements.splitlines()[-1] == b"-r requirements-tracking.txt"
+    assert tracking == (training_code / "requirements-tracking.txt").read_bytes()
+    assert {b"mlflow-skinny", b"sagemaker-mlflow"} <= {line.split(b"==")[0] for line in tracking.splitlines()}
+    # and the trigger knows the bundle's files as they are
+    assert synthesized_static_settings(tracked_app)["bundle_files"] == names
 
 
 @pytest.mark.slow
