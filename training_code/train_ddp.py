@@ -30,7 +30,7 @@ if __name__ == "__main__":
     collector.pause()
 
 from ranker.native.bookkeeping import Bookkeeping
-from ranker.training import checkpoint, engine, tracking
+from ranker.training import checkpoint, engine
 from ranker.training.session import Session, run_training
 
 
@@ -42,8 +42,7 @@ def train(session: Session) -> None:
     resumed = checkpoint.restore_training_state(session.config.paths.checkpoint_dir, model, topology.rank,
                                                 topology.world_size)
     parts = engine.build_training(model, device, topology.world_size, config, total_steps)
-    run = tracking.open_run(topology.is_main, session.config)  # a tracked job's MLflow run, on rank 0
-    books = Bookkeeping(session, parts, batches.steps_per_epoch, total_steps, resumed, run)
+    books = Bookkeeping(session, parts, batches.steps_per_epoch, total_steps, resumed)
     step = engine.step_function(parts.trained, parts.optimizer, parts.scheduler, books.loss_function, device, config,
                                 books.meter)
     while books.running:

@@ -137,6 +137,9 @@ def train(config: RunConfig) -> None:
     quiet_lightning_console()
     topology = distributed.detect_topology()
     timeline.mark("imported", topology.is_main)
+    # Before the data, as the native loop opens it (ranker.training.session.start_session): a tracked job's MLflow run,
+    # on rank 0.
+    run = tracking.open_run(topology.is_main, config)
     seed_everything(config.train.seed, topology.rank)  # each rank its own dropout masks; DDP starts from rank 0's weights
     # Read before CUDA is initialised, as the native loop does (ranker.training.session.start_session).
     splits = load_splits(config, topology)
@@ -151,7 +154,6 @@ def train(config: RunConfig) -> None:
     engine.fit_encoding(module.model, data.encoding_rows, config.train.seed)
     timeline.mark("encoding fitted", topology.is_main)
     metric_lines, best = MetricLines(config.train.log_every), best_checkpoint(config)
-    run = tracking.open_run(topology.is_main, config)  # a tracked job's MLflow run, on rank 0
     loggers = build_loggers(config) + ([mlflow_logger(run)] if run is not None else [])
     trainer = build_trainer(config, topology, build_callbacks(config, metric_lines, best), loggers)
     trainer.fit(torch.compile(module) if config.train.compile else module, datamodule=datamodule,

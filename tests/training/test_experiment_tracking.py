@@ -7,15 +7,22 @@ store; what they printed is the oracle: every metric line rank 0 printed is in t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import subprocess
+import sys
 
 import pytest
 from conftest import ENTRY_POINTS, TRACKED_EXPERIMENT, TRACKED_OUTPUT_PATH, tracked_job_name
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 from mlflow.tracking import MlflowClient
 from ranker.config import parse_config
+from ranker.training import tracking
+from ranker.training.session import entry_point_run
 from ranker.training.tracking import TrackedRun, TrackingTarget, metric_name, run_parameters
 from test_lightning_logs import metric_lines
+from training_launch import TINY_MODEL_FLAGS, TRAINING_CODE, free_port, script_env
 
 pytestmark = pytest.mark.slow
 
@@ -74,14 +81,29 @@ def test_every_flag_is_a_parameter_of_the_run(script, two_rank_runs):
     assert run.data.params["train.epochs"] == "3"
 
 
-def test_a_rerun_of_the_same_job_logs_to_the_run_it_started(tmp_path):
-    # Given a job whose run was opened (then SageMaker retried it, or it resumed after a spot interruption)
-    target = TrackingTarget(f"sqlite:///{tmp_path / 'mlflow.db'}", "ranker-web-search", "ranker-web-search-1",
-                            run_id=None, output_path=None)
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> str:
+    """One SQLite store for this file's own runs (creating its schema takes seconds); each test names its own job."""
+    return f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+
+
+def _tracked_environment(store: str, job: str) -> dict[str, str]:
+    return {"MLFLOW_TRACKING_URI": store, "MLFLOW_EXPERIMENT_NAME": TRACKED_EXPERIMENT, "TRAINING_JOB_NAME": job}
+
+
+def _status(store: str, run_id: str) -> str:
+    return MlflowClient(store).get_run(run_id).info.status
+
+
+def test_a_rerun_of_a_stopped_job_logs_to_the_run_it_started_running_again(store):
+    # Given a job whose run ended KILLED (SageMaker stopped it before a spot interruption, or retries it)
+    target = TrackingTarget.from_environment(_tracked_environment(store, "ranker-web-search-1"))
     first = TrackedRun(target)
-    # When the rerun opens its run / Then it is the same one, and a job of another name gets its own
+    first.end("KILLED")
+    # When the rerun opens its run / Then it is the same one, RUNNING again, and a job of another name gets its own
     assert TrackedRun(target).run_id == first.run_id
-    other = TrackingTarget(target.tracking_uri, target.experiment_name, "ranker-web-search-2", None, None)
+    assert _status(store, first.run_id) == "RUNNING"
+    other = TrackingTarget.from_environment(_tracked_environment(store, "ranker-web-search-2"))
     assert TrackedRun(other).run_id != first.run_id
 
 
@@ -99,3 +121,65 @@ def test_parameters_name_each_flag_by_its_concern():
     parameters = run_parameters(parse_config(["--train", ".", "--learning-rate", "0.003"], env={}))
     assert parameters["train.learning_rate"] == "0.003"
     assert {name.split(".")[0] for name in parameters} == {"model", "data", "train", "paths"}
+
+
+@pytest.mark.parametrize(("leaving", "status"), [
+    (ValueError("rank.train:5: NaN or infinite value"), "FAILED"),  # an error in the run
+    (SystemExit(1), "FAILED"),  # an exit with a status (Lightning's after Ctrl-C)
+    (SIGTERMException(), "KILLED"),  # Lightning's stop on SIGTERM (the checkpoint is written, the job resumes later)
+    (KeyboardInterrupt(), "KILLED"),
+    (None, "KILLED"),  # the native loop's stop on SIGTERM: it returns without finishing the run
+], ids=["error", "exit-1", "lightning-sigterm", "ctrl-c", "native-sigterm"])
+def test_a_run_its_entry_point_leaves_unfinished_ends_failed_or_killed(store, tmp_path, request, leaving, status):
+    # Given a tracked job's run opened inside the entry points' run
+    config = parse_config(["--train", str(tmp_path)], env={})
+    with pytest.raises(type(leaving)) if leaving is not None else contextlib.nullcontext():
+        with entry_point_run():
+            run = tracking.open_run(True, config, _tracked_environment(store, request.node.callspec.id))
+            # When the run is left by an error or a stop, before it finished
+            if leaving is not None:
+                raise leaving
+    # Then the run ends with that status, read back from the store
+    assert _status(store, run.run_id) == status
+
+
+def test_a_finished_run_stays_finished(store, tmp_path):
+    config = parse_config(["--train", str(tmp_path)], env={})
+    with entry_point_run():
+        run = tracking.open_run(True, config, _tracked_environment(store, "finished"))
+        run.finish({"val_ndcg@10": 0.5}, step=3, model_dir=tmp_path / "model")
+    assert _status(store, run.run_id) == "FINISHED"
+
+
+def test_a_run_that_cannot_be_ended_does_not_hide_the_error(store, tmp_path, monkeypatch, capsys):
+    # Given a tracked run whose tracking server cannot be reached by the time the entry point fails
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    config = parse_config(["--train", str(tmp_path)], env={})
+    with pytest.raises(ValueError, match="the run's own error"):
+        with entry_point_run():
+            run = tracking.open_run(True, config, _tracked_environment(store, "unreachable"))
+            run.client = MlflowClient(f"http://127.0.0.1:{free_port()}")  # nothing listens there
+            raise ValueError("the run's own error")
+    # Then the entry point's error goes on, and stderr says the run could not be ended
+    assert f"MLflow: could not end run {run.run_id} FAILED" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("script", ENTRY_POINTS)
+def test_a_job_that_fails_on_its_data_has_a_failed_run(script, store, tmp_path):
+    # Given a tracked job whose training file holds a row the reader refuses
+    channel = tmp_path / "train"
+    channel.mkdir()
+    (channel / "rank.train").write_text("1 qid:1 1:0.5 2:0.1\n0 qid:1 1:nan 2:0.2\n")
+    flags = ["--train", str(channel), "--model-dir", str(tmp_path / "model"), "--output-data-dir",
+             str(tmp_path / "output"), "--checkpoint-dir", str(tmp_path / "checkpoints"), *TINY_MODEL_FLAGS]
+    job = f"failing-{tracked_job_name(script)}"
+    # When the entry point runs it
+    finished = subprocess.run([sys.executable, script, *flags], cwd=TRAINING_CODE, capture_output=True, text=True,
+                              env=script_env(**_tracked_environment(store, job)), timeout=180)
+    # Then it fails on the data, and the job's run, opened before the data with the job's flags, says FAILED
+    assert finished.returncode == 1 and "rank.train" in finished.stderr.strip().splitlines()[-1]
+    client = MlflowClient(store)
+    [run] = client.search_runs([client.get_experiment_by_name(TRACKED_EXPERIMENT).experiment_id],
+                               filter_string=f"attributes.run_name = '{job}'")
+    assert run.info.status == "FAILED"
+    assert run.data.params["train.batch_size"] == str(parse_config(flags, env={}).train.batch_size)

@@ -18,17 +18,16 @@ from ranker.training.engine import TrainingParts, learning_rate
 from ranker.training.meter import TrainingMeter
 from ranker.training.selection import SELECTION_METRIC, BestWeights, exported_weights_note
 from ranker.training.session import Session, evaluate_split, final_metrics, finish_session
-from ranker.training.tracking import TrackedRun
 
 
 class Bookkeeping:
     """Takes `resumed` (checkpoint.restore_training_state's rest, or None for a fresh run) onto `parts`, then keeps
-    the books of the loop over `total_steps` steps of `steps_per_epoch` each; a tracked job's MLflow `run` (rank
-    0's) gets every metric line and the final metrics."""
+    the books of the loop over `total_steps` steps of `steps_per_epoch` each; a tracked job's MLflow run (the
+    session's, on rank 0) gets every metric line and the final metrics."""
 
     def __init__(self, session: Session, parts: TrainingParts, steps_per_epoch: int, total_steps: int,
-                 resumed: dict[str, Any] | None, run: TrackedRun | None = None):
-        self.session, self.parts, self.run = session, parts, run
+                 resumed: dict[str, Any] | None):
+        self.session, self.parts, self.run = session, parts, session.run
         self.steps_per_epoch, self.total_steps = steps_per_epoch, total_steps
         self.config = session.config.train
         self.loss_function = LOSSES[self.config.loss]

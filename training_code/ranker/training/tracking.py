@@ -7,19 +7,27 @@ job's S3 output path; SageMaker names the job in `TRAINING_JOB_NAME`, which beco
 `MLFLOW_TRACKING_URI` nothing is imported and nothing is logged.
 
 A run is found by its name before one is created (and `MLFLOW_RUN_ID`, MLflow's own variable, names one outright): a
-job that SageMaker retries or that resumes after a spot interruption goes on logging to the run it started. What a
-run holds: every flag (`model.*`, `data.*`, `train.*`, `paths.*`), the metric lines (each validation's `val_*`
-metrics and the training loss at their step), the final metrics, and the model's location (`model_location`).
-MLflow allows no `@` in a metric name: `val_ndcg@10` is logged as `val_ndcg_at_10`.
+job that SageMaker retries or that resumes after a spot interruption goes on logging to the run it started, which is
+RUNNING again. What a run holds: every flag (`model.*`, `data.*`, `train.*`, `paths.*`), the metric lines (each
+validation's `val_*` metrics and the training loss at their step), the final metrics, and the model's location
+(`model_location`). MLflow allows no `@` in a metric name: `val_ndcg@10` is logged as `val_ndcg_at_10`.
+
+A run ends FINISHED when the entry point has written its model, and otherwise through `ended_on_exit`, around both
+entry points' run (ranker.training.session.entry_point_run): FAILED after an error, KILLED after a stop (SIGTERM, which
+SageMaker sends for a StopTrainingJob or before a spot interruption). A process ended outright (SIGKILL, a lost
+instance, or SIGTERM before the training loop takes the signal over) cannot end its run: it stays RUNNING until a
+rerun of the job reopens it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
+import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +42,8 @@ MODEL_LOCATION_TAG = "model_location"
 # ModelArtifacts.S3ModelArtifacts).
 MODEL_ARTIFACT = "output/model.tar.gz"
 _BATCH = 100  # LogBatch's most metrics, and parameters, in one call
+# MLflow's RunStatus names (mlflow.entities.RunStatus), as set_terminated and update_run take them.
+RUNNING, FINISHED, FAILED, KILLED = "RUNNING", "FINISHED", "FAILED", "KILLED"
 
 
 @dataclass(frozen=True)
@@ -102,18 +112,29 @@ class TrackedRun:
 
         self.target = target
         self.client = MlflowClient(target.tracking_uri)
-        self.run_id = target.run_id or self._found_or_created()
+        self.run_id = target.run_id or self._found() or self._created()
+        self.ended = False
+        """Ended by `finish` or `end`: nothing more to do for it on the way out."""
 
-    def _found_or_created(self) -> str:
+    def _experiment_id(self) -> str:
         experiment = self.client.get_experiment_by_name(self.target.experiment_name)
-        experiment_id = (experiment.experiment_id if experiment is not None
-                         else self.client.create_experiment(self.target.experiment_name))
-        if self.target.run_name:
-            found = self.client.search_runs([experiment_id], max_results=1,
-                                            filter_string=f"attributes.run_name = '{self.target.run_name}'")
-            if found:
-                return found[0].info.run_id
-        return self.client.create_run(experiment_id, run_name=self.target.run_name).info.run_id
+        return (experiment.experiment_id if experiment is not None
+                else self.client.create_experiment(self.target.experiment_name))
+
+    def _found(self) -> str | None:
+        """The job's run from an earlier attempt, RUNNING again (it ended when that attempt stopped or failed)."""
+        if not self.target.run_name:
+            return None
+        found = self.client.search_runs([self._experiment_id()], max_results=1,
+                                        filter_string=f"attributes.run_name = '{self.target.run_name}'")
+        if not found:
+            return None
+        if found[0].info.status != RUNNING:
+            self.client.update_run(found[0].info.run_id, status=RUNNING)
+        return found[0].info.run_id
+
+    def _created(self) -> str:
+        return self.client.create_run(self._experiment_id(), run_name=self.target.run_name).info.run_id
 
     def log_parameters(self, parameters: Mapping[str, str]) -> None:
         from mlflow.entities import Param
@@ -137,18 +158,59 @@ class TrackedRun:
 
         self.log_metrics({f"final_{name}": value for name, value in final_metrics.items()}, step)
         self.client.log_batch(self.run_id, tags=[RunTag(MODEL_LOCATION_TAG, self.target.model_location(model_dir))])
-        self.client.set_terminated(self.run_id)
+        self.end(FINISHED)
+
+    def end(self, status: str) -> None:
+        self.client.set_terminated(self.run_id, status)
+        self.ended = True
 
 
 def _milliseconds() -> int:
     return int(time.time() * 1000)
 
 
+_process_run: TrackedRun | None = None
+"""The run `open_run` opened in this process, for `ended_on_exit` to end where the entry point did not finish it."""
+
+
 def open_run(is_main: bool, config: Any, env: Mapping[str, str] = os.environ) -> TrackedRun | None:
     """On rank 0 of a tracked job, its run with every flag logged; None elsewhere."""
+    global _process_run
     target = TrackingTarget.from_environment(env) if is_main else None
     if target is None:
         return None
-    run = TrackedRun(target)
+    _process_run = run = TrackedRun(target)
     run.log_parameters(run_parameters(config))
     return run
+
+
+def exit_status(error: BaseException | None) -> str:
+    """How a run ends that its entry point left without finishing: KILLED when it was stopped (it returned or exited
+    without an error: the loop stopped on SIGTERM; or Ctrl-C), FAILED after any error."""
+    if error is None or isinstance(error, KeyboardInterrupt):
+        return KILLED
+    if isinstance(error, SystemExit):
+        return KILLED if error.code in (None, 0) else FAILED  # Lightning's stop on SIGTERM exits with no code
+    return FAILED
+
+
+@contextlib.contextmanager
+def ended_on_exit() -> Iterator[None]:
+    """Around an entry point's run: the run `open_run` opened in the block and that is still open when the block is
+    left ends as `exit_status` says. Ending it cannot hide what happened: an error from the tracking server is
+    reported on stderr, and the block's own error, if any, goes on."""
+    global _process_run
+    error: BaseException | None = None
+    try:
+        yield
+    except BaseException as raised:
+        error = raised
+        raise
+    finally:
+        run, _process_run = _process_run, None
+        if run is not None and not run.ended:
+            try:
+                run.end(exit_status(error))
+            except Exception as failed:
+                print(f"MLflow: could not end run {run.run_id} {exit_status(error)}: {failed}", file=sys.stderr,
+                      flush=True)
