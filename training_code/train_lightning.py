@@ -173,9 +173,9 @@ def train(config: RunConfig) -> None:
     MetricLines.report(trainer, module, exported_weights_note(exported["exported_step"], exported["exported_epoch"]))
     if trainer.is_global_zero:
         write_artifacts(config, module.model_config, module.model, metric_lines.history, {**final, **exported})
-    if run is not None:
-        run.finish({**final, **exported}, trainer.global_step, config.paths.model_dir)
     trainer.strategy.barrier()
+    if run is not None:  # every rank is through, as the native loop's run ends (ranker.native.bookkeeping)
+        run.finish({**final, **exported}, trainer.global_step, config.paths.model_dir)
     MetricLines.report(trainer, module, format_metrics({"epoch": metric_lines.completed_epochs(trainer),
                                                         "step": trainer.global_step, **final}))  # the log's last line
 

@@ -18,6 +18,7 @@ from conftest import ENTRY_POINTS, TRACKED_EXPERIMENT, TRACKED_OUTPUT_PATH, trac
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from mlflow.tracking import MlflowClient
 from ranker.config import parse_config
+from ranker.lightning.tracking import mlflow_logger
 from ranker.training import tracking
 from ranker.training.session import entry_point_run
 from ranker.training.tracking import TrackedRun, TrackingTarget, metric_name, run_parameters
@@ -149,6 +150,19 @@ def test_a_finished_run_stays_finished(store, tmp_path):
         run = tracking.open_run(True, config, _tracked_environment(store, "finished"))
         run.finish({"val_ndcg@10": 0.5}, step=3, model_dir=tmp_path / "model")
     assert _status(store, run.run_id) == "FINISHED"
+
+
+def test_lightnings_end_of_fit_leaves_the_run_open(store):
+    # Given the Lightning entry point's logger on a job's run, which Lightning logged to during fit
+    run = TrackedRun(TrackingTarget.from_environment(_tracked_environment(store, "lightning-fit")))
+    logger = mlflow_logger(run)
+    logger.log_metrics({"val_ndcg@10": 0.5}, step=4)
+    # When Lightning finalizes it, as its trainer does after fit, validate and test, and on a SIGTERM's stop
+    logger.finalize("success")
+    logger.finalize("failed")
+    # Then the run is still open: the model is not written yet (or the job resumes later)
+    assert _status(store, run.run_id) == "RUNNING"
+    assert [entry.value for entry in run.client.get_metric_history(run.run_id, "val_ndcg_at_10")] == [0.5]
 
 
 def test_a_run_that_cannot_be_ended_does_not_hide_the_error(store, tmp_path, monkeypatch, capsys):

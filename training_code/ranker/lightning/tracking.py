@@ -1,5 +1,6 @@
 """The Lightning entry point's MLflow logger: Lightning's own `MLFlowLogger`, logging to the run that
-ranker.training.tracking opened for the job, under the metric names both entry points log."""
+ranker.training.tracking opened for the job, under the metric names both entry points log, and leaving the run's end
+to that module."""
 
 from __future__ import annotations
 
@@ -16,6 +17,12 @@ class RankingMLFlowLogger(MLFlowLogger):
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         super().log_metrics({metric_name(name): value for name, value in metrics.items()}, step)
+
+    def finalize(self, status: str = "success") -> None:
+        """Leaves the run open. Lightning finalizes its loggers after every fit, validate and test, and `MLFlowLogger`
+        would end the run there: FINISHED after fit, before the best weights are scored and the model is written, and
+        FAILED on the SIGTERM that stops a job to resume later. ranker.training.tracking ends it once: FINISHED with
+        the model written, else as the entry point's run is left."""
 
 
 def mlflow_logger(run: TrackedRun) -> RankingMLFlowLogger:

@@ -12,11 +12,12 @@ RUNNING again. What a run holds: every flag (`model.*`, `data.*`, `train.*`, `pa
 validation's `val_*` metrics and the training loss at their step), the final metrics, and the model's location
 (`model_location`). MLflow allows no `@` in a metric name: `val_ndcg@10` is logged as `val_ndcg_at_10`.
 
-A run ends FINISHED when the entry point has written its model, and otherwise through `ended_on_exit`, around both
-entry points' run (ranker.training.session.entry_point_run): FAILED after an error, KILLED after a stop (SIGTERM, which
-SageMaker sends for a StopTrainingJob or before a spot interruption). A process ended outright (SIGKILL, a lost
-instance, or SIGTERM before the training loop takes the signal over) cannot end its run: it stays RUNNING until a
-rerun of the job reopens it.
+A run is ended here alone (Lightning's logger leaves it open, ranker.lightning.tracking): FINISHED once the entry point
+has written its model and every rank is through, and otherwise by `ended_on_exit`, around both entry points' run
+(ranker.training.session.entry_point_run): FAILED after an error, KILLED after a stop (SIGTERM, which SageMaker sends
+for a StopTrainingJob or before a spot interruption). A process ended outright (SIGKILL, a lost instance, or SIGTERM
+before the training loop takes the signal over) cannot end its run: it stays RUNNING until a rerun of the job reopens
+it.
 """
 
 from __future__ import annotations
