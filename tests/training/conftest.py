@@ -8,11 +8,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from training_launch import TWO_RANKS, RunDirs, run_dirs, run_script
-
-ENTRY_POINTS = ("train_ddp.py", "train_lightning.py")
-TRACKED_EXPERIMENT = "ranker-synthetic"
-TRACKED_OUTPUT_PATH = "s3://ranker-artifacts-example/models/"
+from training_launch import (
+    ENTRY_POINTS,
+    TRACKED_EXPERIMENT,
+    TRACKED_OUTPUT_PATH,
+    TWO_RANKS,
+    RunDirs,
+    run_dirs,
+    run_script,
+    tracked_job_name,
+)
 
 
 @pytest.fixture(scope="session")
@@ -56,10 +61,6 @@ def tracked_job_environment(folder: Path, script: str) -> dict[str, str]:
     with a SQLite store in `folder` standing in for the managed tracking server."""
     return {"MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'mlflow.db'}", "MLFLOW_EXPERIMENT_NAME": TRACKED_EXPERIMENT,
             "TRAINING_JOB_NAME": tracked_job_name(script), "MODEL_S3_OUTPUT_PATH": TRACKED_OUTPUT_PATH}
-
-
-def tracked_job_name(script: str) -> str:
-    return f"ranker-synthetic-{script.removesuffix('.py').replace('_', '-')}"
 
 
 def _finished_run(folder: Path, script: str) -> tuple[RunDirs, subprocess.CompletedProcess]:

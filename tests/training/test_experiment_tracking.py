@@ -14,7 +14,6 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ENTRY_POINTS, TRACKED_EXPERIMENT, TRACKED_OUTPUT_PATH, tracked_job_name
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 from mlflow.tracking import MlflowClient
 from ranker.config import parse_config
@@ -23,7 +22,16 @@ from ranker.training import tracking
 from ranker.training.session import entry_point_run
 from ranker.training.tracking import TrackedRun, TrackingTarget, metric_name, run_parameters
 from test_lightning_logs import metric_lines
-from training_launch import TINY_MODEL_FLAGS, TRAINING_CODE, free_port, script_env
+from training_launch import (
+    ENTRY_POINTS,
+    TINY_MODEL_FLAGS,
+    TRACKED_EXPERIMENT,
+    TRACKED_OUTPUT_PATH,
+    TRAINING_CODE,
+    free_port,
+    script_env,
+    tracked_job_name,
+)
 
 pytestmark = pytest.mark.slow
 

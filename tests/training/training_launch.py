@@ -16,6 +16,10 @@ from pathlib import Path
 from safetensors.torch import load_file
 
 TRAINING_CODE = Path(__file__).resolve().parents[2] / "training_code"
+ENTRY_POINTS = ("train_ddp.py", "train_lightning.py")
+# Where conftest.two_rank_runs' tracked jobs log (a SQLite store stands in for the managed tracking server).
+TRACKED_EXPERIMENT = "ranker-synthetic"
+TRACKED_OUTPUT_PATH = "s3://ranker-artifacts-example/models/"
 
 # Small enough that a 2-rank run takes seconds on 2 CPU cores; no dropout so ranks need not share RNG streams.
 TINY_MODEL_FLAGS = ["--width", "16", "--num-layers", "3", "--dropout", "0", "--log-every", "4"]
@@ -41,6 +45,10 @@ class RunDirs:
 
 def run_dirs(root: Path) -> RunDirs:
     return RunDirs(root / "model", root / "output", root / "checkpoints")
+
+
+def tracked_job_name(script: str) -> str:
+    return f"ranker-synthetic-{script.removesuffix('.py').replace('_', '-')}"
 
 
 def free_port() -> int:
