@@ -2,11 +2,12 @@
 # Both set up what they need on a fresh machine: a pinned virtual environment and the pinned CDK CLI.
 
 SHELL := /bin/bash
-# The three environments of `setup` install side by side. Each of them installs quietly.
-MAKEFLAGS += --jobs=3
+# The four environments of `setup` install side by side. Each of them installs quietly.
+MAKEFLAGS += --jobs=4
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 CHECKOV_VENV := .venv-checkov
+SDK3_VENV := .venv-sdk3
 # uv installs the pinned packages (pip still takes torch: only pip finds the machine's local CPU wheel). It resolves,
 # fetches, unpacks and compiles to bytecode in parallel: the same packages in 60 s instead of pip's 169 s for
 # requirements-dev.txt, 7 s instead of 48 s for checkov, on a 2-core machine. It trusts the system's certificates, as
@@ -20,13 +21,15 @@ install_pins = $(1)/bin/uv $(UV_INSTALL) --python $(1)/bin/python -r $(2) -c $(3
 	    $(1)/bin/python $(PIP_INSTALL) -r $(2) -c $(3))
 ARGS ?=
 
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
+# jsii prints a Node end-of-life banner on every start unless this lists the running Node's major version (`1` does not
+# silence it); local_mode.aws.synthesized_app.quiet_node_environment sets the same for local mode's syntheses.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(shell $(or $(JSII_NODE),node) -p "process.versions.node.split('.')[0]" 2>/dev/null)
 export CDK_DISABLE_VERSION_CHECK := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: setup test demo synth docs clean
 
-setup: $(VENV)/.installed node_modules/.installed $(CHECKOV_VENV)/.installed
+setup: $(VENV)/.installed node_modules/.installed $(CHECKOV_VENV)/.installed $(SDK3_VENV)/.installed
 
 # torch first and alone: the exact pin resolves to the local CPU wheel before anything can ask for a CUDA build, and
 # uv then leaves that torch in place.
@@ -45,6 +48,15 @@ $(CHECKOV_VENV)/.installed: requirements-checkov.txt constraints-checkov.txt
 	python3 -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/python $(PIP_INSTALL) $(UV)
 	$(call install_pins,$(CHECKOV_VENV),requirements-checkov.txt,constraints-checkov.txt)
+	touch $@
+
+# SageMaker Python SDK v3 (ModelTrainer) shares the `sagemaker` namespace with v2, which .venv holds: it lives in its
+# own environment. Tests run ModelTrainer there; synthesis reads its container drivers from there
+# (stacks/model_trainer_drivers.py).
+$(SDK3_VENV)/.installed: requirements-sdk3.txt constraints-sdk3.txt
+	python3 -m venv $(SDK3_VENV)
+	$(SDK3_VENV)/bin/python $(PIP_INSTALL) $(UV)
+	$(call install_pins,$(SDK3_VENV),requirements-sdk3.txt,constraints-sdk3.txt)
 	touch $@
 
 # Lint first: it fails in seconds, before the long test run, and reports in ruff's own format.

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from local_mode.container_envs import MissingInterpreter
+from local_mode.container.container_envs import MissingInterpreter
 from local_mode.demo import DemoOptions, DemoResult, TriggerRefused, profiles, run_demo
-from local_mode.tuning_demo import TuningResult, render_tuning_summary, section_range
-from local_mode.watchdog_schedule import WatchdogTiming
+from local_mode.aws.synthesized_app import PROJECT_ROOT
+from local_mode.tuning_demo import TuningResult, section_range
+from local_mode.aws.watchdog_schedule import WatchdogTiming
 
 ENTRY_POINTS = ("train_lightning.py", "train_ddp.py")
 # The tuning options, each the `tuning` section's key it sets.
@@ -129,29 +133,79 @@ def _tuned_ranges(parser: argparse.ArgumentParser, tune: list[str]) -> dict[str,
 
 
 def render_summary(result: DemoResult) -> str:
-    ndcg = "n/a" if result.ndcg_at_10 is None else f"{result.ndcg_at_10:.4f} ({result.ndcg_split} queries)"
+    lines = [("job", result.job_name), ("status", result.status), ("duration", f"{result.duration_seconds:.1f} s")]
+    # A script of the user's own reports its own metrics, in the `metrics:` line.
+    if result.ndcg_at_10 is not None:
+        lines.append(("NDCG@10", f"{result.ndcg_at_10:.4f} ({result.ndcg_split} queries)"))
     package = result.model_package_arn or (f"not registered: {result.not_registered_reason}"
                                            if result.not_registered_reason else "-")
-    model = f"{_shown(result.model_dir)}/ (model.tar.gz unpacked)" if result.model_dir else "-"
-    lines = [f"job:       {result.job_name}", f"status:    {result.status}",
-             f"duration:  {result.duration_seconds:.1f} s", f"NDCG@10:   {ndcg}",
-             f"model:     {model}", f"package:   {package}",
-             f"plot:      {', '.join(_shown(path) for path in result.plots) or '-'}"]
-    if result.metrics:
-        lines.append("metrics:   " + " ".join(f"{name}={value:g}" for name, value in sorted(result.metrics.items())))
+    metrics = (" ".join(f"{name}={value:g}" for name, value in sorted(result.metrics.items())) or
+               "none (no line of the job's log matched its metric definitions: name yours with --metric-definitions)")
+    lines += [("model", _model_line(result)), ("package", package), ("plot", _plot_line(result)),
+              ("metrics", metrics)]
     if result.failure_reason:
-        lines.append(f"reason:    {result.failure_reason}")
+        lines.append(("reason", result.failure_reason))
     elif result.watchdog_reason:
-        lines.append(f"reason:    stopped by the stalled-job watchdog: {result.watchdog_reason}")
-    return "\n".join(lines)
+        lines.append(("reason", f"stopped by the stalled-job watchdog: {result.watchdog_reason}"))
+    lines += _next_line(result)
+    return _aligned(lines, width=11)
+
+
+def render_tuning_summary(result: TuningResult) -> str:
+    names = sorted({name for row in result.trials for name in row.hyperparameters})
+    header = ["trial", *names, "objective", "status"]
+    rows = [[row.name, *(row.hyperparameters.get(name, "") for name in names),
+             "-" if row.objective is None else f"{row.objective:.4f}", row.status] for row in result.trials]
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
+    table = [" | ".join(str(cell).ljust(width) for cell, width in zip(line, widths)) for line in [header, *rows]]
+    table.insert(1, "-+-".join("-" * width for width in widths))
+    best = "-" if result.best_job is None else f"{result.best_job} ({result.best_objective:.4f})"
+    package = result.model_package_arn or f"not registered: {result.not_registered_reason or '-'}"
+    head = [("tuning job", result.tuning_job_name), ("status", result.status), ("strategy", result.strategy),
+            ("objective", result.objective)]
+    tail = [("best", best)]
+    if result.best_trial:  # unpacked as a single job is
+        tail += [("model", _model_line(result.best_trial)), ("plot", _plot_line(result.best_trial))]
+    tail.append(("package", package))
+    tail += [("local mode", note) for note in result.notes]
+    if result.failure_reason:
+        tail.append(("reason", result.failure_reason))
+    if result.best_trial:
+        tail += _next_line(result.best_trial)
+    return "\n".join([_aligned(head, width=12), "", *table, "", _aligned(tail, width=12)])
+
+
+def _aligned(lines: list[tuple[str, str]], *, width: int) -> str:
+    return "\n".join(f"{label + ':':<{width}}{value}" for label, value in lines)
+
+
+def _model_line(result: DemoResult) -> str:
+    return f"{_shown(result.model_dir)}/ (model.tar.gz unpacked)" if result.model_dir else "-"
+
+
+def _plot_line(result: DemoResult) -> str:
+    return ", ".join(_shown(path) for path in result.plots) or "-"
+
+
+def _next_line(result: DemoResult) -> list[tuple[str, str]]:
+    """For a completed model of the project's entry points, the command that scores rows with it (docs/scoring.md),
+    runnable as printed from where the demo ran: the training code on the path, this Python (the project's
+    environment), the scores written beside the unpacked model."""
+    if result.status != "Completed" or result.model_dir is None or result.scoring_input is None:
+        return []
+    command = [_shown(Path(sys.executable)), "-m", "ranker.predict", "--model", _shown(result.model_dir),
+               "--input", _shown(result.scoring_input), "--output", _shown(result.model_dir.parent / "scores.tsv")]
+    return [("next", f"PYTHONPATH={shlex.quote(_shown(PROJECT_ROOT / 'training_code'))} {shlex.join(command)}")]
 
 
 def _shown(path: Path) -> str:
-    """Relative to the working directory when under it (as `make demo` runs): a path to paste into the next command."""
+    """Relative to the working directory when under it (as `make demo` runs): a path to paste into the next command.
+    Symbolic links are kept: the virtual environment's python is one, and only through it is the environment used."""
+    absolute = Path(os.path.abspath(path))
     try:
-        return str(path.resolve().relative_to(Path.cwd()))
+        return str(absolute.relative_to(Path.cwd()))
     except ValueError:
-        return str(path)
+        return str(absolute)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

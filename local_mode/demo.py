@@ -6,16 +6,21 @@ its state change event -> registrar handler -> summary (job, status, duration, N
 model, the registered model package, plots; for a job the stalled-job watchdog stopped, why).
 
 With a `tuning` section in the manifest the trigger starts a tuning job instead, whose trials are that job: they run a
-few at a time, and the summary is a table of trials with the best one and its registration (local_mode/tuning_demo.py).
+few at a time, and the summary is a table of trials with the best one, unpacked, and its registration
+(local_mode/tuning_demo.py).
+
+Each run works in a folder of its own, `<work dir>/run-<time>-<random>/`: removed when no job started (the trigger
+refused, synthesis failed), kept otherwise, with the newest KEPT_RUNS runs' folders and outputs.
 """
 
 from __future__ import annotations
 
-import io
 import json
+import re
+import shutil
 import subprocess
 import sys
-import tarfile
+import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -25,16 +30,25 @@ from typing import Any
 
 from tqdm import tqdm
 
-from local_mode.container_envs import container_env
+from local_mode.container.container_envs import container_env
+from local_mode.job_summary import DemoResult, summarize
 from local_mode.pipeline import LocalPipeline, wait_for_tuning_job
-from local_mode.s3_transfer import split_s3_uri
-from local_mode.synthesized_app import PROJECT_ROOT
+from local_mode.aws.synthesized_app import PROJECT_ROOT
+from local_mode.sagemaker_api.training_job_service import JobLogSink
 from local_mode.tuning_demo import TuningResult, summarize_tuning
-from local_mode.watchdog_schedule import WatchdogTiming
+from local_mode.sagemaker_api.tuning_job_service import trial_number
+from local_mode.aws.watchdog_schedule import WatchdogTiming
 from stacks.training_code_modules import training_code_module
 
 DATASET_NAME = "demo-letor"
+"""The demo's dataset for the project's entry points; a script of the user's own is named after its folder and file."""
 CHANNELS = ("train", "validation", "test")
+KEPT_RUNS = 5
+"""Runs whose folders (`run-*/`: the uploaded data and each host's folder, ~50 MB for the default job) and outputs
+(`outputs/<job>/`) the demo keeps; a finished run removes older ones."""
+NO_DATA_FILE = "no-data.txt"
+NO_DATA_NOTE = ("The demo generates ranking data only for the project's entry points. Your script's train channel "
+                "holds this file alone: run the demo with --data DIR to give it the folder it reads.\n")
 PROGRESS_STEPS = ("Starting", "Downloading", "Training", "Uploading")
 profiles = training_code_module("sagemaker_distributed/container_profiles.py")
 
@@ -71,29 +85,22 @@ class DemoOptions:
     """The manifest's `tuning` section (docs/tuning.md): the trigger starts a tuning job over this job instead."""
 
 
-@dataclass(frozen=True)
-class DemoResult:
-    """What the summary shows: the finished job as DescribeTrainingJob reports it, and where its plots landed."""
-
-    job_name: str
-    status: str
-    duration_seconds: float
-    ndcg_at_10: float | None
-    ndcg_split: str | None  # which queries ndcg_at_10 was measured on: "test" or "validation"
-    failure_reason: str | None
-    watchdog_reason: str | None  # why the stalled-job watchdog stopped the job, when it did
-    model_artifact: str  # the model.tar.gz URI in the (local) artifacts bucket, gone when the demo exits
-    model_dir: Path | None  # model.tar.gz unpacked under work_dir, kept
-    model_package_arn: str | None
-    not_registered_reason: str | None  # why the registrar refused the model, when it did
-    plots: list[Path]
-    metrics: dict[str, float]
-    """The job's final metrics, as its MetricDefinitions read them from the log."""
-
-
 def run_demo(options: DemoOptions) -> DemoResult | TuningResult:
-    """The whole flow with a fresh local pipeline; raises TriggerRefused when the trigger starts no job."""
-    run_dir = options.work_dir / time.strftime("run-%Y%m%d-%H%M%S")
+    """The whole flow with a fresh local pipeline; raises TriggerRefused when the trigger starts no job. A run that
+    started no job leaves nothing behind; one that did prunes the work dir to the newest KEPT_RUNS runs."""
+    options.work_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(tempfile.mkdtemp(prefix=time.strftime("run-%Y%m%d-%H%M%S-"), dir=options.work_dir))
+    try:
+        result = _run_in(run_dir, options)
+    except BaseException:
+        if not any((run_dir / "jobs").glob("*")):
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    prune_runs(options.work_dir, KEPT_RUNS)
+    return result
+
+
+def _run_in(run_dir: Path, options: DemoOptions) -> DemoResult | TuningResult:
     # The stack synthesized as `cdk synth -c distribution=...` would: its container is that distribution's default
     # unless --framework-version names one, whose environment then runs the job.
     context = {"distribution": options.distribution, **bring_your_own_context(options)}
@@ -105,10 +112,29 @@ def run_demo(options: DemoOptions) -> DemoResult | TuningResult:
         # Data generation and synthesis are one busy core each: on two cores they overlap.
         dataset = pool.submit(_dataset_folder, options, run_dir)
         with LocalPipeline(jobs_dir=run_dir / "jobs", processes_per_host=options.processes_per_host,
-                           on_log_line=lambda host, line: tqdm.write(f"[{host}] {line}"), context=context,
+                           on_log_line=log_printer(trials=options.tuning is not None), context=context,
                            container=container, watchdog_timing=options.watchdog_timing) as pipeline:
             run = run_tuning_demo_job if options.tuning else run_demo_job
             return run(pipeline, options, dataset.result())
+
+
+def log_printer(*, trials: bool) -> JobLogSink:
+    """Each job's log lines as the demo prints them: `[algo-N] line`, and for a tuning job's trials, which run side by
+    side, `[trial NNN algo-N] line` (NNN: the trial's number in the summary's table)."""
+    def show(job_name: str, host: str, line: str) -> None:
+        number = trial_number(job_name) if trials else None
+        tqdm.write(f"[trial {number} {host}] {line}" if number else f"[{host}] {line}")
+
+    return show
+
+
+def prune_runs(work_dir: Path, keep: int) -> None:
+    """Remove all but the newest `keep` run folders (their names start with their time), with their jobs' outputs."""
+    runs = sorted(path for path in work_dir.glob("run-*") if path.is_dir())
+    for run in runs[:-keep]:
+        for job in (run / "jobs").glob("*"):
+            shutil.rmtree(work_dir / "outputs" / job.name, ignore_errors=True)
+        shutil.rmtree(run, ignore_errors=True)
 
 
 def bring_your_own_context(options: DemoOptions) -> dict[str, str]:
@@ -136,7 +162,7 @@ def run_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Path) -> D
     description = follow_job(pipeline, result["job_name"])
     stop = pipeline.stopped_by_watchdog(result["job_name"]) if pipeline.watchdog else None
     return summarize(description, pipeline.deliver_job_state(description), pipeline.s3, options.work_dir,
-                     watchdog_reason=stop["reason"] if stop else None)
+                     watchdog_reason=stop["reason"] if stop else None, scoring_input=scoring_input(options, data))
 
 
 def run_tuning_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Path) -> TuningResult:
@@ -145,7 +171,7 @@ def run_tuning_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Pat
     result = start_demo_job(pipeline, options, data)
     if result.get("job_kind") != "tuning":
         raise TriggerRefused(f"the trigger started a training job, not a tuning job: {json.dumps(result)[:2000]}")
-    return follow_tuning_job(pipeline, result["job_name"])
+    return follow_tuning_job(pipeline, result["job_name"], options.work_dir, scoring_input(options, data))
 
 
 def start_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Path) -> dict[str, Any]:
@@ -158,17 +184,43 @@ def start_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Path) ->
 
 def upload_demo_version(pipeline: LocalPipeline, options: DemoOptions, data: Path) -> str:
     """Upload `data` as a new version of the demo's dataset with the options' manifest; returns the marker's key."""
-    return pipeline.upload_channels(channels_of(data), dataset=DATASET_NAME, version=_new_version(),
+    return pipeline.upload_channels(channels_of(data), dataset=demo_dataset_name(options), version=_new_version(),
                                     manifest=demo_manifest(options))
 
 
-def follow_tuning_job(pipeline: LocalPipeline, name: str) -> TuningResult:
-    """Wait for the tuning job, then summarize its trials and the registrar's answer to its final state."""
+def demo_dataset_name(options: DemoOptions) -> str:
+    """The dataset the demo uploads: DATASET_NAME for the project's entry points, `<folder>-<script>` for a script of
+    the user's own, so that its jobs and model package group carry its name."""
+    if options.source_dir is None:
+        return DATASET_NAME
+    script = Path(options.entry_point).stem
+    return re.sub(r"[^A-Za-z0-9]+", "-", f"{options.source_dir.resolve().name}-{script}").strip("-")
+
+
+def scoring_input(options: DemoOptions, data: Path) -> Path | None:
+    """What the `next:` command scores with a model of the project's entry points: the data's test channel, else its
+    train channel; None for a script of the user's own (ranker.predict scores the project's models only)."""
+    if options.source_dir is not None:
+        return None
+    channels = channels_of(data)
+    return channels.get("test", channels["train"])
+
+
+def follow_tuning_job(pipeline: LocalPipeline, name: str, work_dir: Path,
+                      scored: Path | None = None) -> TuningResult:
+    """Wait for the tuning job, then summarize its trials, its best trial (unpacked under `work_dir/outputs/`, as a
+    single job is; `scored`: what the `next:` command scores with it) and the registrar's answer to its final
+    state."""
     description = wait_for_tuning_job(pipeline.sagemaker, name)
     pages = pipeline.sagemaker.get_paginator("list_training_jobs_for_hyper_parameter_tuning_job").paginate(
         HyperParameterTuningJobName=name, SortBy="Name", SortOrder="Ascending")
     trials = [summary for page in pages for summary in page["TrainingJobSummaries"]]
-    return summarize_tuning(description, trials, pipeline.tuning_delivery(name))
+    best = description.get("BestTrainingJob")
+    best_trial = None
+    if best:
+        best_description = pipeline.sagemaker.describe_training_job(TrainingJobName=best["TrainingJobName"])
+        best_trial = summarize(best_description, None, pipeline.s3, work_dir, scoring_input=scored)
+    return summarize_tuning(description, trials, pipeline.tuning_delivery(name), best_trial)
 
 
 def _new_version() -> str:
@@ -176,9 +228,15 @@ def _new_version() -> str:
 
 
 def _dataset_folder(options: DemoOptions, run_dir: Path) -> Path:
+    """`--data`; else for a script of the user's own a train channel of NO_DATA_FILE alone (the trigger starts no job
+    without a train channel); else generated LETOR data."""
     if options.data:
         return options.data
     folder = run_dir / "data"
+    if options.source_dir is not None:
+        folder.mkdir()
+        (folder / NO_DATA_FILE).write_text(NO_DATA_NOTE)
+        return folder
     subprocess.run([sys.executable, "-m", "ranker.data.synthetic", "--output", str(folder), "--queries",
                     str(options.queries)], cwd=PROJECT_ROOT / "training_code", check=True)
     return folder
@@ -213,32 +271,3 @@ def follow_job(pipeline: LocalPipeline, job_name: str) -> dict[str, Any]:
             bar.update(done - bar.n)
 
         return pipeline.wait(job_name, on_description=show)
-
-
-def summarize(description: dict[str, Any], registration: dict[str, Any] | None, s3: Any,
-              work_dir: Path, watchdog_reason: str | None = None) -> DemoResult:
-    """The summary; the job's model.tar.gz and output.tar.gz (plots) are unpacked under `work_dir/outputs/<job>/`."""
-    metrics = {metric["MetricName"]: metric["Value"] for metric in description.get("FinalMetricDataList", [])}
-    artifact = description["ModelArtifacts"]["S3ModelArtifacts"]
-    model_dir, plots = None, []
-    if artifact:
-        output = work_dir / "outputs" / description["TrainingJobName"]
-        model_dir = _unpack(s3, artifact, output / "model")
-        plots = sorted(_unpack(s3, artifact.removesuffix("model.tar.gz") + "output.tar.gz", output).glob("*.png"))
-    ndcg_split = "test" if "test_ndcg@10" in metrics else "validation" if "val_ndcg@10" in metrics else None
-    registration = registration or {}
-    end = description.get("TrainingEndTime") or description["LastModifiedTime"]
-    return DemoResult(job_name=description["TrainingJobName"], status=description["TrainingJobStatus"],
-                      duration_seconds=(end - description["CreationTime"]).total_seconds(),
-                      ndcg_at_10=metrics.get("test_ndcg@10", metrics.get("val_ndcg@10")), ndcg_split=ndcg_split,
-                      failure_reason=description.get("FailureReason"), watchdog_reason=watchdog_reason,
-                      model_artifact=artifact, model_dir=model_dir,
-                      model_package_arn=registration.get("model_package_arn"),
-                      not_registered_reason=registration.get("reason"), plots=plots, metrics=metrics)
-
-
-def _unpack(s3: Any, uri: str, folder: Path) -> Path:
-    bucket, key = split_s3_uri(uri)
-    with tarfile.open(fileobj=io.BytesIO(s3.get_object(Bucket=bucket, Key=key)["Body"].read())) as tar:
-        tar.extractall(folder, filter="data")
-    return folder

@@ -24,25 +24,24 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from local_mode.bucket_events import object_created_event
-from local_mode.container_envs import ContainerEnv
-from local_mode.event_rules import matches
-from local_mode.job_state_events import training_job_state_change_event, tuning_job_state_change_event
-from local_mode.job_runner import RunnerSettings
-from local_mode.local_clients import local_account_id, local_client
-from local_mode.moto_endpoint import MotoEndpoint
-from local_mode.process_group import LogSink
-from local_mode.sagemaker_endpoint import LocalSageMaker
-from local_mode.stack_resources import LambdaFunction, LocalStackResources
-from local_mode.synthesized_app import synthesize
-from local_mode.training_job import TERMINAL_STATUSES
-from local_mode.training_job_service import TrainingJobService
-from local_mode.trigger_invocation import invoke_trigger
-from local_mode.tuning_job import TERMINAL_TUNING_STATUSES
-from local_mode.tuning_job_service import TuningJobService
-from local_mode.watchdog_schedule import LocalSchedule, WatchdogTiming, schedule_seconds, scheduled_event
-from stacks.job_watchdog import POWERTOOLS_SERVICE_NAME as WATCHDOG_NAME
-from stacks.model_registration import POWERTOOLS_SERVICE_NAME as REGISTRAR_NAME
+from local_mode.aws.bucket_events import object_created_event
+from local_mode.container.container_envs import ContainerEnv
+from local_mode.aws.event_rules import matches
+from local_mode.sagemaker_api.job_state_events import training_job_state_change_event, tuning_job_state_change_event
+from local_mode.job_runtime.job_runner import RunnerSettings
+from local_mode.aws.local_clients import local_account_id, local_client
+from local_mode.aws.moto_endpoint import MotoEndpoint
+from local_mode.sagemaker_api.sagemaker_endpoint import LocalSageMaker
+from local_mode.aws.stack_resources import LambdaFunction, LocalStackResources
+from local_mode.aws.synthesized_app import synthesize
+from local_mode.job_runtime.training_job import TERMINAL_STATUSES
+from local_mode.sagemaker_api.training_job_service import JobLogSink, TrainingJobService, ignore_log_line
+from local_mode.aws.trigger_invocation import invoke_trigger
+from local_mode.sagemaker_api.tuning_job import TERMINAL_TUNING_STATUSES
+from local_mode.sagemaker_api.tuning_job_service import TuningJobService
+from local_mode.aws.watchdog_schedule import LocalSchedule, WatchdogTiming, schedule_seconds, scheduled_event
+from stacks.function_names import REGISTRAR_SERVICE_NAME as REGISTRAR_NAME
+from stacks.function_names import WATCHDOG_SERVICE_NAME as WATCHDOG_NAME
 
 # The environment variable that tells each function apart from the stacks' other functions: the trigger's names the
 # settings file in its bundle; the registrar's lists the metrics it registers; the watchdog's allows a silence.
@@ -52,15 +51,11 @@ WATCHDOG_MARKER_VARIABLE = "STALL_SECONDS"
 POLL_SECONDS = 0.5
 
 
-def _ignore_log_line(host: str, line: str) -> None:
-    """Each host's training.log keeps every line already."""
-
-
 class LocalPipeline:
     """Context manager; the attributes below are set once entered."""
 
     def __init__(self, *, jobs_dir: Path, processes_per_host: int = 1, stop_grace_seconds: float = 30.0,
-                 on_log_line: LogSink = _ignore_log_line, moto: MotoEndpoint | None = None,
+                 on_log_line: JobLogSink = ignore_log_line, moto: MotoEndpoint | None = None,
                  context: Mapping[str, str] | None = None, container: ContainerEnv | None = None,
                  watchdog_timing: WatchdogTiming | None = None) -> None:
         """`moto`: a server already running (the caller stops it); by default the pipeline runs its own.

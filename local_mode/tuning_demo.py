@@ -1,6 +1,7 @@
 """The demo's tuning parts: a `--tune NAME=SPEC` range as a range of the manifest's `tuning` section (the trigger
 reads the section, checks it and builds the tuning job; docs/tuning.md), and the summary of a finished tuning job (its
-trials, its best job, what local mode did differently, and the registrar's answer).
+trials, its best job unpacked as a single job's summary shows it, what local mode did differently, and the
+registrar's answer).
 
 A range SPEC is `continuous:MIN:MAX[:log]`, `integer:MIN:MAX[:log]` or `categorical:VALUE,VALUE,...`; without `:log`
 a numeric range is `Linear`.
@@ -11,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from local_mode.tuning_search import emulation_notes
+from local_mode.job_summary import DemoResult
+from local_mode.sagemaker_api.tuning_search import emulation_notes
 
 SPEC_HELP = "write NAME=continuous:MIN:MAX[:log], NAME=integer:MIN:MAX[:log] or NAME=categorical:A,B,..."
 
@@ -64,12 +66,14 @@ class TuningResult:
     failure_reason: str | None
     model_package_arn: str | None
     not_registered_reason: str | None
+    best_trial: DemoResult | None = None
+    """The best trial's own summary: its model and plots, unpacked."""
 
 
 def summarize_tuning(description: dict[str, Any], trials: list[dict[str, Any]],
-                     registration: dict[str, Any] | None) -> TuningResult:
-    """The summary of a finished tuning job from its Describe answer, its trial summaries and the registrar's
-    answer to its final state change (None when no rule sent it to the registrar)."""
+                     registration: dict[str, Any] | None, best_trial: DemoResult | None = None) -> TuningResult:
+    """The summary of a finished tuning job from its Describe answer, its trial summaries, the registrar's answer to
+    its final state change (None when no rule sent it to the registrar) and the best trial's own summary."""
     config = description["HyperParameterTuningJobConfig"]
     objective = config["HyperParameterTuningJobObjective"]
     rows = [TrialRow(name=trial["TrainingJobName"], hyperparameters=trial["TunedHyperParameters"],
@@ -87,23 +91,5 @@ def summarize_tuning(description: dict[str, Any], trials: list[dict[str, Any]],
         best_job=best["TrainingJobName"] if best else None,
         best_objective=best["FinalHyperParameterTuningJobObjectiveMetric"]["Value"] if best else None,
         notes=emulation_notes(config), failure_reason=description.get("FailureReason"),
-        model_package_arn=(registration or {}).get("model_package_arn"), not_registered_reason=not_registered)
-
-
-def render_tuning_summary(result: TuningResult) -> str:
-    names = sorted({name for row in result.trials for name in row.hyperparameters})
-    header = ["trial", *names, "objective", "status"]
-    rows = [[row.name, *(row.hyperparameters.get(name, "") for name in names),
-             "-" if row.objective is None else f"{row.objective:.4f}", row.status] for row in result.trials]
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
-    table = [" | ".join(str(cell).ljust(width) for cell, width in zip(line, widths)) for line in [header, *rows]]
-    table.insert(1, "-+-".join("-" * width for width in widths))
-    best = "-" if result.best_job is None else f"{result.best_job} ({result.best_objective:.4f})"
-    package = result.model_package_arn or f"not registered: {result.not_registered_reason or '-'}"
-    lines = [f"tuning job: {result.tuning_job_name}", f"status:     {result.status}",
-             f"strategy:   {result.strategy}", f"objective:  {result.objective}", "", *table, "",
-             f"best:       {best}", f"package:    {package}"]
-    lines += [f"local mode: {note}" for note in result.notes]
-    if result.failure_reason:
-        lines.append(f"reason:     {result.failure_reason}")
-    return "\n".join(lines)
+        model_package_arn=(registration or {}).get("model_package_arn"), not_registered_reason=not_registered,
+        best_trial=best_trial)

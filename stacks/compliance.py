@@ -42,6 +42,9 @@ _CDK_FUNCTION_SKIPS = {
     "CKV_AWS_116": "CDK-provided deployment-time handler: CloudFormation retries and reports its failures",
     "CKV_AWS_117": "CDK-provided deployment-time handler: talks to AWS APIs only, a VPC would add nothing",
 }
+# Only for a handler that has environment variables (BucketDeployment's).
+_CDK_FUNCTION_ENVIRONMENT_SKIP = ("CKV_AWS_173", "CDK-provided deployment-time handler: its environment holds "
+                                                 "CDK's own settings, no secret")
 
 
 def skip_checkov_on_cdk_provided_functions(stack: Stack) -> None:
@@ -50,6 +53,8 @@ def skip_checkov_on_cdk_provided_functions(stack: Stack) -> None:
                 and any(part.startswith(_CDK_PROVIDED_FUNCTION_IDS) for part in construct.node.path.split("/"))):
             for check_id, reason in _CDK_FUNCTION_SKIPS.items():
                 skip_checkov(construct, check_id, reason)
+            if getattr(construct, "environment", None) is not None:  # a CfnFunction with variables
+                skip_checkov(construct, *_CDK_FUNCTION_ENVIRONMENT_SKIP)
 
 
 def flatten_reference(value: Any) -> str:

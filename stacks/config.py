@@ -125,6 +125,12 @@ class PipelineConfig(BaseModel):
     distribution: str = Field(
         description="default SageMaker distribution: `torch_distributed` (torchrun), `pytorchddp` / `smdistributed` "
                     "(SMDDP: the AWS DLC up to PyTorch 2.2.0 only) or `none` (one process per host)")
+    launch: str = Field(
+        default="toolkit",
+        description="how a job's container starts the entry point: `toolkit` (the image's SageMaker training toolkit, "
+                    "as SDK v2's `PyTorch` estimator; every distribution) or `model_trainer` (the drivers SDK v3's "
+                    "`ModelTrainer` ships, for `none` and `torch_distributed`, with the request ModelTrainer sends; "
+                    "docs/trigger.md, Launch); a manifest.json or manual payload may choose per job")
     # Derived fields default to None so that, when `distribution` is bad and cannot derive them, the one message is
     # about `distribution` (a valid one always fills them: _container_defaults).
     instance_type: str = Field(default=None,
@@ -479,6 +485,10 @@ class PipelineConfig(BaseModel):
             raise ValueError(f"entry_point={self.entry_point!r} is not a file of source_dir={self.source_dir!r} "
                              f"({project_path(self.source_dir)}): give the path of the training script inside "
                              f"source_dir, e.g. -c entry_point=train.py; scripts at its top: {scripts}")
+        launch_errors = profiles.launch_errors(launch=self.launch, distribution=self.distribution,
+                                               entry_point=self.entry_point, files=members)
+        if launch_errors:
+            raise ValueError("; ".join(launch_errors))
         if self.runs_project_entry_point:
             _check_ranker_hyperparameters(self.default_hyperparameters)
         return self

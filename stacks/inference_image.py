@@ -3,12 +3,12 @@ offline from the SageMaker SDK's tables, as the training image is (stacks/traini
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from packaging.version import Version
 
 from stacks.config import ConfigError, PipelineConfig
+from stacks.sagemaker_sdk import sdk_module
 
 
 @dataclass(frozen=True)
@@ -24,10 +24,7 @@ def serving_framework_version(framework_version: str, python_version: str) -> st
     serves it; the same Python keeps the code's syntax and the pinned wheels of code/requirements.txt valid. AWS
     ships fewer inference than training releases (the SDK knows training 2.8.0 but inference up to 2.6.0).
     """
-    os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
-    from sagemaker import image_uris  # imported here: ~2 s, only synthesis needs it
-
-    versions = image_uris.config_for_framework("pytorch")["inference"]["versions"]
+    versions = sdk_module("image_uris").config_for_framework("pytorch")["inference"]["versions"]
     served = [version for version, entry in versions.items()
               if python_version in entry.get("py_versions", []) and Version(version) <= Version(framework_version)]
     if not served:
@@ -42,13 +39,11 @@ def resolve_inference_image(config: PipelineConfig) -> InferenceImage:
 
     With `image_source=custom` too: the custom image is built on the training DLC and has no model server.
     """
-    from sagemaker import image_uris
-
     version = serving_framework_version(config.framework_version, config.python_version)
     try:
-        uri = image_uris.retrieve(framework="pytorch", region=config.region, version=version,
-                                  py_version=config.python_version, instance_type=config.inference_instance_type,
-                                  image_scope="inference")
+        uri = sdk_module("image_uris").retrieve(framework="pytorch", region=config.region, version=version,
+                                        py_version=config.python_version,
+                                        instance_type=config.inference_instance_type, image_scope="inference")
     except ValueError as error:
         raise ConfigError(f"no AWS PyTorch inference container {version}/{config.python_version} for "
                           f"region={config.region!r}, inference_instance_type="

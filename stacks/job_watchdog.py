@@ -14,15 +14,14 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from stacks.compliance import acknowledge_wildcards, skip_checkov
+from stacks.function_names import TRAINING_LOG_GROUP
+from stacks.function_names import WATCHDOG_SERVICE_NAME as POWERTOOLS_SERVICE_NAME
 from stacks.project_function import add_project_function
 
-POWERTOOLS_SERVICE_NAME = "stalled-job-watchdog"
-# Where SageMaker writes every training job's output, one stream per host: `<job name>/algo-<n>-<epoch seconds>`.
-TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 # A sweep lists the project's running jobs and reads a few log streams of each: seconds, with room for backoff.
 TIMEOUT_SECONDS = 120
 # What each sweep puts out, in the project's namespace with its `service` dimension (Powertools' EMF): how many running
-# jobs it could not check (job_watchdog/service.py's JOBS_UNCHECKED; a test holds the two equal).
+# jobs it could not check (job_watchdog/metric_names.py's JOBS_UNCHECKED; a test holds the two equal).
 UNCHECKED_JOBS_METRIC = "TrainingJobsUnchecked"
 
 

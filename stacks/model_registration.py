@@ -16,14 +16,16 @@ from constructs import Construct
 from stacks.buckets import MODEL_PREFIX
 from stacks.compliance import acknowledge_wildcards, skip_checkov
 from stacks.config import RegistrationThreshold
+from stacks.function_names import REGISTRAR_SERVICE_NAME as POWERTOOLS_SERVICE_NAME
 from stacks.inference_image import InferenceImage
 from stacks.notifications import training_job_state_pattern, tuning_job_state_pattern
 from stacks.project_function import add_project_function
 
-POWERTOOLS_SERVICE_NAME = "model-registration"
 REGISTERED_JOB_STATES = ("Completed",)
 # Where the registrar writes each job's quality report: beside the job's model.tar.gz, and nowhere else.
 QUALITY_REPORT_OBJECTS = f"{MODEL_PREFIX}*/output/model_quality.json"
+# What it reads: each job's model.tar.gz, for the serving handler a package needs (and nothing else of the bucket).
+MODEL_ARTIFACT_OBJECTS = f"{MODEL_PREFIX}*/output/model.tar.gz"
 
 
 def registrar_environment(*, project_prefix: str, quality_metrics: tuple[str, ...],
@@ -97,6 +99,7 @@ class ModelRegistration(Construct):
         self.log_group.grant_write(self.role)
         topic.grant_publish(self.role)
         artifacts_bucket.grant_put(self.role, QUALITY_REPORT_OBJECTS)
+        artifacts_bucket.grant_read(self.role, MODEL_ARTIFACT_OBJECTS)
         self.role.add_to_policy(iam.PolicyStatement(
             sid="ReadProjectTrainingJobs",
             actions=["sagemaker:DescribeTrainingJob", "sagemaker:ListTags"],
@@ -118,10 +121,13 @@ class ModelRegistration(Construct):
             self.role,
             reason="The registrar reads training and tuning jobs named with the project prefix (a tuning job's trials "
                    "carry its name), registers models only in "
-                   "package groups named with it (one per dataset, created on first use), writes only the quality "
-                   "report beside each job's model artifact (put grant: s3:Abort*), and uses the project key for "
-                   "that report, the topic and its queue (kms:GenerateDataKey*, kms:ReEncrypt*).",
-            actions=["s3:Abort*", "kms:GenerateDataKey*", "kms:ReEncrypt*"],
+                   "package groups named with it (one per dataset, created on first use), reads only each job's "
+                   "model artifact (CDK's read grant set: s3:GetObject*, s3:GetBucket*, s3:List*) and writes only "
+                   "the quality report beside it (put grant: s3:Abort*), and uses the project key for "
+                   "those objects, the topic and its queue (kms:GenerateDataKey*, kms:ReEncrypt*).",
+            actions=["s3:Abort*", "s3:GetObject*", "s3:GetBucket*", "s3:List*", "kms:GenerateDataKey*",
+                     "kms:ReEncrypt*"],
             resources=[training_jobs, tuning_jobs, groups, packages,
-                       artifacts_bucket.arn_for_objects(QUALITY_REPORT_OBJECTS)],
+                       artifacts_bucket.arn_for_objects(QUALITY_REPORT_OBJECTS),
+                       artifacts_bucket.arn_for_objects(MODEL_ARTIFACT_OBJECTS)],
         )

@@ -17,6 +17,7 @@ from stacks.inference_image import InferenceImage
 from stacks.job_watchdog import StalledJobWatchdog
 from stacks.lambda_bundle import stage_lambda_bundle
 from stacks.model_registration import ModelRegistration
+from stacks.model_trainer_files import ModelTrainerFiles
 from stacks.notifications import JobNotifications
 from stacks.shared_resources import export_name, import_shared_resources
 from stacks.source_bundle import TrainingSourceBundle
@@ -46,6 +47,12 @@ class StatelessStack(Stack):
         source_bundle = TrainingSourceBundle(self, "TrainingSourceBundle", members=source_members,
                                              build_dir=build_dir / "training-source")
         source_bundle.grant_read(execution_role, as_channel=config.enable_network_isolation)
+        model_trainer = ModelTrainerFiles(self, "ModelTrainerFiles", members=source_members,
+                                          source_dir=config.source_dir, bucket=stateful.artifacts_bucket,
+                                          build_dir=build_dir / "model-trainer", key=data_key,
+                                          log_retention_days=config.log_retention_days,
+                                          removal_policy=removal_policy_of(config))
+        model_trainer.grant_read(execution_role)
         notifications = JobNotifications(self, "JobNotifications", project_prefix=config.project_prefix,
                                          key=stateful.key, notification_email=config.notification_email)
         image_uri = (dlc_image.uri if dlc_image is not None
@@ -60,8 +67,8 @@ class StatelessStack(Stack):
             self, "TrainingTrigger",
             asset_dir=stage_lambda_bundle(
                 PROJECT_ROOT / "lambda" / "trigger", build_dir / "lambda-trigger",
-                generated={STATIC_SETTINGS_FILE: json.dumps(trigger_static_settings(config, bundle_files=source_members),
-                                                             indent=1) + "\n"}),
+                generated={STATIC_SETTINGS_FILE: json.dumps(trigger_static_settings(
+                    config, bundle_files=source_members, model_trainer=model_trainer.settings), indent=1) + "\n"}),
             environment=environment, data_bucket=stateful.data_bucket, dataset_prefix=config.dataset_prefix,
             marker_names=config.marker_names, project_prefix=config.project_prefix, execution_role=execution_role,
             topic=notifications.topic, key=data_key, environment_key=stateful.key,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 
 from stacks.config import ConfigError, PipelineConfig
+from stacks.sagemaker_sdk import sdk_module
 
 _ECR_IMAGE_URI = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?/"
                             r"(?P<repository>[^:@]+)[:@].+$")
@@ -24,14 +24,10 @@ class DlcImage:
 
 def resolve_dlc_image(config: PipelineConfig) -> DlcImage:
     """The PyTorch training DLC for the configured region, framework, Python version and instance type."""
-    # The v2 SDK nags about its deprecation on import; synthesis output should stay readable.
-    os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
-    from sagemaker import image_uris  # imported here: ~2 s, only synthesis with the DLC needs it
-
     try:
-        uri = image_uris.retrieve(framework="pytorch", region=config.region, version=config.framework_version,
-                                  py_version=config.python_version, instance_type=config.instance_type,
-                                  image_scope="training")
+        uri = sdk_module("image_uris").retrieve(framework="pytorch", region=config.region,
+                                        version=config.framework_version, py_version=config.python_version,
+                                        instance_type=config.instance_type, image_scope="training")
     except ValueError as error:
         raise ConfigError(
             f"no AWS PyTorch DLC for framework_version={config.framework_version!r}, "

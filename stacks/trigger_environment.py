@@ -8,7 +8,7 @@ both).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from stacks.buckets import CHECKPOINT_PREFIX, MODEL_PREFIX
@@ -52,9 +52,11 @@ def trigger_environment(config: PipelineConfig, *, data_bucket: str, artifacts_b
     }
 
 
-def trigger_static_settings(config: PipelineConfig, *, bundle_files: Iterable[str]) -> dict[str, Any]:
-    """The settings file's object: the configuration as the trigger needs it, the bundle's file list, and the
-    training code's flag definitions for the project's own entry points."""
+def trigger_static_settings(config: PipelineConfig, *, bundle_files: Iterable[str],
+                            model_trainer: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings file's object: the configuration as the trigger needs it, the bundle's file list, the training
+    code's flag definitions for the project's own entry points, and the `model_trainer` launch's files
+    (stacks/model_trainer_files.py's `model_trainer_settings`)."""
     # The project's own training code: the trigger checks its entry points' hyperparameters against their flags.
     runs_project_code = project_path(config.source_dir) == TRAINING_CODE_DIR
     return {
@@ -66,6 +68,7 @@ def trigger_static_settings(config: PipelineConfig, *, bundle_files: Iterable[st
         "python_version": config.python_version,
         "default_entry_point": config.entry_point,
         "default_distribution": config.distribution,
+        "default_launch": config.launch,
         "default_instance_type": config.instance_type,
         "default_instance_count": config.instance_count,
         "max_instance_count": config.max_instance_count,
@@ -99,4 +102,5 @@ def trigger_static_settings(config: PipelineConfig, *, bundle_files: Iterable[st
         "max_tuning_instance_hours": config.max_tuning_instance_hours,
         "mlflow_resource_arn": config.mlflow_resource_arn or "",
         "infra_check": config.infra_check,
+        "model_trainer": dict(model_trainer),
     }

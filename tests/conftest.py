@@ -12,12 +12,17 @@ from hypothesis import settings
 from moto import mock_aws
 from ranker.training import collector
 
+from local_mode.aws.synthesized_app import quiet_node_environment
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CONTAINER_PARITY_DIR = PROJECT_ROOT / "tests" / "container_parity"
 
 # Triton kernels (ranker.gpu's) run in Triton's interpreter on the CPU: CI has no GPU. Triton reads the switch when it
 # is first imported, so it is set here, before any test module can import it.
 os.environ["TRITON_INTERPRET"] = "1"
+# The tests that synthesize import aws_cdk, whose Node process prints jsii's end-of-life banner unless told the running
+# Node's major version (as the Makefile tells it): here for a session started without make.
+os.environ.update(quiet_node_environment())
 
 # Property tests check what holds, not how fast: on a shared 2-core machine one example can take longer than
 # Hypothesis' default deadline of 200 ms without anything being wrong. Speed is measured in benchmarks/.

@@ -26,6 +26,7 @@ describes checkpoints, resuming and SIGTERM.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -46,19 +47,20 @@ from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMon
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
 from lightning.pytorch.strategies import Strategy
 from ranker.config import RunConfig, parse_config
-from ranker.lightning.callbacks import MetricLines, RandomStatePerRank
+from ranker.lightning.callbacks import MetricLines, ModelSizeLine, RandomStatePerRank
 from ranker.lightning.datamodule import RankingDataModule
 from ranker.lightning.module import RankingModule
 from ranker.lightning.tracking import mlflow_logger
 from ranker.lightning.strategy import FusedDataParallelStrategy
-from ranker.log_format import format_metrics
 from ranker.training.checkpoint import seed_everything
 from ranker.training import engine, timeline, tracking
-from ranker.training.selection import SELECTION_METRIC, exported_weights_note
+from ranker.training.selection import (SELECTION_METRIC, early_stopping_note, exported_metrics_line,
+                                      exported_weights_note)
 from ranker.training.session import (agree_on_splits, entry_point_run, load_splits, model_config_for,
-                                     write_artifacts)
+                                     plan_training, write_artifacts)
 from sagemaker_distributed import Topology
 from sagemaker_distributed.lightning import SageMakerEnvironment, SpotInterruptionCheckpoint, quiet_lightning_console
+from sagemaker_distributed.lightning.console import LIGHTNING_INFO_LOGGER
 
 
 def build_strategy(config: RunConfig, topology: Topology) -> Strategy | str:
@@ -86,9 +88,11 @@ def build_loggers(config: RunConfig) -> list[Logger]:
 
 def best_checkpoint(config: RunConfig) -> ModelCheckpoint:
     """The weights with the best validation NDCG@10 so far, after each validation: what the run exports. In a
-    folder of its own, so that resuming finds `last.ckpt` only."""
+    folder of its own, so that resuming finds `last.ckpt` only. Weights only: loading them to score the exported
+    model must not take the callbacks back to that epoch (the metric history the plots draw is the whole run's)."""
     return ModelCheckpoint(dirpath=Path(config.paths.checkpoint_dir) / "best", filename="best",
-                           monitor=SELECTION_METRIC, mode="max", save_top_k=1, save_on_train_epoch_end=False)
+                           monitor=SELECTION_METRIC, mode="max", save_top_k=1, save_on_train_epoch_end=False,
+                           save_weights_only=True)
 
 
 def build_callbacks(config: RunConfig, metric_lines: MetricLines, best: ModelCheckpoint) -> list[Callback]:
@@ -101,7 +105,7 @@ def build_callbacks(config: RunConfig, metric_lines: MetricLines, best: ModelChe
     last = Path(folder) / f"{ModelCheckpoint.CHECKPOINT_NAME_LAST}{ModelCheckpoint.FILE_EXTENSION}"
     # LearningRateMonitor reads the optimizer's rate, a Python number, on logging steps only: no device read.
     callbacks = [periodic, best, SpotInterruptionCheckpoint(last, config.train.log_every), RandomStatePerRank(),
-                 metric_lines, LearningRateMonitor(logging_interval="step")]
+                 metric_lines, LearningRateMonitor(logging_interval="step"), ModelSizeLine()]
     if config.train.early_stopping:
         # Counted after each validation, not at each training epoch's end: a run that --max-steps ends mid-epoch
         # reaches an epoch end that no validation preceded.
@@ -135,7 +139,11 @@ def has_checkpoint(folder: Path) -> bool:
 
 def train(config: RunConfig) -> None:
     quiet_lightning_console()
+    # Lightning's status lines (the GPU and TPU census, checkpoints restored, why `fit` stopped) say less than the
+    # run's own: its training path, `resumed from`, early stopping, `exporting the weights of`. Its warnings still show.
+    logging.getLogger(LIGHTNING_INFO_LOGGER).setLevel(logging.WARNING)
     topology = distributed.detect_topology()
+    plan_training(config, topology)
     timeline.mark("imported", topology.is_main)
     # Before the data, as the native loop opens it (ranker.training.session.start_session): a tracked job's MLflow run,
     # on rank 0.
@@ -158,32 +166,46 @@ def train(config: RunConfig) -> None:
     trainer = build_trainer(config, topology, build_callbacks(config, metric_lines, best), loggers)
     trainer.fit(torch.compile(module) if config.train.compile else module, datamodule=datamodule,
                 ckpt_path="last" if has_checkpoint(config.paths.checkpoint_dir) else None)
-    timeline.mark("trained", topology.is_main)
-
-    # validate() loads the best weights into the module: what test() scores and the artifacts hold. A run stopped by
+    # The best weights go into the module: what validate() and test() score and the artifacts hold. A run stopped by
     # --max-steps before its first epoch ended validated nothing yet: its last weights are all there is.
-    best_path = best.best_model_path or None
+    saved = best_saved(trainer, best)
+    if saved is not None:
+        module.load_state_dict(saved["state_dict"])
+    exported = exported_from(saved) if saved is not None else {"exported_step": trainer.global_step,
+                                                               "exported_epoch": metric_lines.completed_epochs(trainer)}
+    stopper = trainer.early_stopping_callback
+    if stopper is not None and stopper.stopped_epoch:
+        MetricLines.report(trainer, module, early_stopping_note(metric_lines.completed_epochs(trainer),
+                                                                exported["exported_epoch"],
+                                                                float(best.best_model_score), stopper.patience))
+    timeline.mark("trained", topology.is_main)
     final = {"train_loss": metric_lines.last_train_loss,
-             **trainer.validate(module, datamodule=datamodule, ckpt_path=best_path, verbose=False)[0]}
+             **trainer.validate(module, datamodule=datamodule, verbose=False)[0]}
     if datamodule.has_test:
         final.update(trainer.test(module, datamodule=datamodule, verbose=False)[0])
     timeline.mark("evaluated", topology.is_main)
-    exported = exported_from(best_path) if best_path else {"exported_step": trainer.global_step,
-                                                           "exported_epoch": metric_lines.completed_epochs(trainer)}
     MetricLines.report(trainer, module, exported_weights_note(exported["exported_step"], exported["exported_epoch"]))
     if trainer.is_global_zero:
         write_artifacts(config, module.model_config, module.model, metric_lines.history, {**final, **exported})
     trainer.strategy.barrier()
     if run is not None:  # every rank is through, as the native loop's run ends (ranker.native.bookkeeping)
         run.finish({**final, **exported}, trainer.global_step, config.paths.model_dir)
-    MetricLines.report(trainer, module, format_metrics({"epoch": metric_lines.completed_epochs(trainer),
-                                                        "step": trainer.global_step, **final}))  # the log's last line
+    MetricLines.report(trainer, module, exported_metrics_line(final))  # the log's last line
 
 
-def exported_from(best_path: str) -> dict[str, int]:
+def best_saved(trainer: L.Trainer, best: ModelCheckpoint) -> dict | None:
+    """The best checkpoint, read by rank 0 and sent to every rank; None before any validation. Only rank 0 writes it
+    (Lightning's ModelCheckpoint), into its host's checkpoint folder, and on SageMaker each host has its own
+    (/opt/ml/checkpoints): the ranks of the other hosts cannot read it from the path."""
+    if not best.best_model_path:
+        return None
+    saved = torch.load(best.best_model_path, map_location="cpu", weights_only=True) if trainer.is_global_zero else None
+    return trainer.strategy.broadcast(saved)
+
+
+def exported_from(saved: dict) -> dict[str, int]:
     """Steps and completed epochs when the exported weights were saved (at the end of an epoch's validation, before
     Lightning counts that epoch), as the native trainer's metrics.json names them."""
-    saved = torch.load(best_path, map_location="cpu", weights_only=True)
     return {"exported_step": saved["global_step"], "exported_epoch": saved["epoch"] + 1}
 
 

@@ -1,1 +1,4 @@
-"""Naive baselines, written the way a typical user writes them: the yardstick for the project's trainers."""
+"""Naive baselines, written the way a typical user writes them: the yardstick for the project's trainers.
+
+May import: `benchmarks.harness`.
+"""

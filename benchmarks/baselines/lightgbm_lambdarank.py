@@ -1,7 +1,7 @@
 """LightGBM lambdarank as a ranking engineer runs it: its own script on every core, the text read into arrays by the
 fastest reader at hand (the project's multi-process LETOR parser, ranker.data.channels, which does not import torch),
-so its time is LightGBM's own. benchmarks.time_to_model and benchmarks.ranking_quality run it beside the project's
-entry points:
+so its time is LightGBM's own. benchmarks.ranking.time_to_model and benchmarks.ranking.ranking_quality run it beside
+the project's entry points:
 
     python benchmarks/baselines/lightgbm_lambdarank.py --train rank.train --test rank.test --output DIR [--threads N]
     python benchmarks/baselines/lightgbm_lambdarank.py ... --rounds 5000 --early-stopping 50   # trained to convergence

@@ -15,8 +15,8 @@ from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
 from benchmarks.baselines.common import dense_mlp, parse_args, synthetic_dataset
-from benchmarks.models import PLAIN_MLP
-from benchmarks.timing import StepWindows, append_result, summarise
+from benchmarks.harness.models import PLAIN_MLP
+from benchmarks.harness.timing import StepWindows, append_result, summarise
 
 
 def main() -> None:

@@ -14,9 +14,9 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
 from benchmarks.baselines.common import dense_mlp, parse_args, synthetic_dataset
-from benchmarks.lightning_timing import WindowTimer
-from benchmarks.models import PLAIN_MLP
-from benchmarks.timing import StepWindows, append_result, summarise
+from benchmarks.harness.lightning_timing import WindowTimer
+from benchmarks.harness.models import PLAIN_MLP
+from benchmarks.harness.timing import StepWindows, append_result, summarise
 
 
 class RankingRegressor(L.LightningModule):

@@ -1,11 +1,11 @@
 """A plain PyTorch ranking script, as an engineer writes one without this project: scikit-learn's svmlight loader, a
 Dataset of whole queries, DataLoader with DistributedSampler, DDP, the same MLP and listwise loss as the project's
-shipped defaults. benchmarks.time_to_model runs it beside the project's entry points:
+shipped defaults. benchmarks.ranking.time_to_model runs it beside the project's entry points:
 
     python benchmarks/baselines/plain_letor.py --train rank.train --test rank.test --epochs 10
     torchrun --standalone --nproc-per-node 2 benchmarks/baselines/plain_letor.py --train ... --test ... --epochs 10
 
-It prints `plain: <event>` lines that benchmarks.time_to_model times as they arrive.
+It prints `plain: <event>` lines that benchmarks.ranking.time_to_model times as they arrive.
 """
 
 from __future__ import annotations

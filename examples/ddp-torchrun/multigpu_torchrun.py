@@ -8,6 +8,7 @@ uses (torchrun, and the mpirun of `pytorchddp`/`smdistributed`, which sets no LO
 and says which device this rank trains on. Arguments are flags, as SageMaker passes hyperparameters.
 
     torchrun --standalone --nproc-per-node 2 multigpu_torchrun.py --total-epochs 5 --save-every 2
+    python multigpu_torchrun.py --total-epochs 5    # one process: a group of one rank, the same code
 """
 
 from __future__ import annotations

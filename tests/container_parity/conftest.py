@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from sagemaker_distributed.container_profiles import ContainerProfile
 
-from local_mode.container_envs import ContainerEnv
-from local_mode.synthesized_app import PROJECT_ROOT
+from local_mode.container.container_envs import ContainerEnv
+from local_mode.aws.synthesized_app import PROJECT_ROOT
 
 from .profile_envs import PARITY_PROFILES, build_or_skip
 
@@ -35,7 +35,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     first_worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0") == "gw0"
     if first_worker and any(item.path.is_relative_to(SUITE_DIR) for item in session.items):
         _background_build = subprocess.Popen(
-            [sys.executable, "-m", "local_mode.container_envs", "--tracking",
+            [sys.executable, "-m", "local_mode.container.container_envs", "--tracking",
              *(profile.framework_version for profile in PARITY_PROFILES)],
             cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 

@@ -11,7 +11,7 @@ import os
 import pytest
 from sagemaker_distributed import container_profiles
 
-from local_mode.container_envs import ContainerEnv, MissingInterpreter, container_env
+from local_mode.container.container_envs import ContainerEnv, MissingInterpreter, container_env
 
 PARITY_PROFILES = (container_profiles.PROFILES[0], container_profiles.PROFILES[-1])
 

@@ -10,8 +10,14 @@ import subprocess
 
 import pytest
 
-from local_mode.container_envs import IMAGE_EXTRAS, WATCHED_PACKAGES, installed_versions, main, tracking_layer
-from local_mode.synthesized_app import PROJECT_ROOT
+from local_mode.aws.synthesized_app import PROJECT_ROOT
+from local_mode.container.container_envs import (
+    IMAGE_EXTRAS,
+    WATCHED_PACKAGES,
+    installed_versions,
+    main,
+    tracking_layer,
+)
 
 TRAINING_CODE = PROJECT_ROOT / "training_code"
 IMPORT_EVERY_TRAINING_MODULE = """

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from training_trigger.request import distribution_hyperparameters, json_encode_hyperparameters
 
-from local_mode.container_layout import HostFolder, input_data_config, resource_config
-from local_mode.network import free_port
+from local_mode.container.container_layout import HostFolder, input_data_config, resource_config
+from local_mode.aws.network import free_port
 from stacks.source_bundle import pack_source_dir
 
 from .profile_envs import PARITY_PROFILES, build_or_skip

@@ -33,12 +33,14 @@ STAND_INS = {
 }
 
 
-def cdk_synth(out_dir: Path, *context: str) -> subprocess.CompletedProcess:
-    """`npx cdk synth --quiet -c <context>...` as a user runs it, into `out_dir`: the CLI, cdk.json's app command."""
-    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "1", "CDK_DISABLE_VERSION_CHECK": "1"}
-    arguments = [item for pair in context for item in ("-c", pair)]
-    return subprocess.run(["npx", "cdk", "synth", "--quiet", "--output", str(out_dir), *arguments], cwd=PROJECT_ROOT,
-                          env=env, capture_output=True, text=True, timeout=600)
+def make_synth(out_dir: Path, *context: str) -> subprocess.CompletedProcess:
+    """`make synth ARGS="-c key=value ... --output OUT_DIR"` as a user runs it (its `setup` taken as done), with only
+    the environment a user's shell would have: none of the settings the Makefile makes itself."""
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith(("MAKE", "MFLAGS", "JSII_SILENCE_", "CDK_DISABLE_"))}
+    arguments = " ".join([*(f"-c {pair}" for pair in context), "--output", str(out_dir)])
+    return subprocess.run(["make", "--no-print-directory", "-o", "setup", "synth", f"ARGS={arguments}"],
+                          cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
 def config_for(env_name: str, **overrides: Any) -> PipelineConfig:

@@ -13,7 +13,7 @@ from aws_cdk import App
 from app import config_from_context
 from stacks.config import ConfigError
 
-from .synthesis import CDK_CONTEXT, cdk_synth, config_for
+from .synthesis import CDK_CONTEXT, make_synth, config_for
 
 
 def test_cdk_json_defaults_are_valid_for_every_named_environment() -> None:
@@ -96,7 +96,7 @@ def test_a_job_environment_and_sharding_from_the_command_line_reach_the_trigger_
     config = config_from_context(App(context={**CDK_CONTEXT, "default_environment": '{"NCCL_DEBUG": "INFO"}',
                                               "train_data_distribution": "ShardedByS3Key"}))
     # When synthesis writes the trigger's settings file
-    static = trigger_static_settings(config, bundle_files=["train_lightning.py"])
+    static = trigger_static_settings(config, bundle_files=["train_lightning.py"], model_trainer={})
     # Then every job gets them as its defaults
     assert static["default_environment"] == {"NCCL_DEBUG": "INFO"}
     assert static["train_data_distribution"] == "ShardedByS3Key"
@@ -187,9 +187,9 @@ def test_cdks_own_context_keys_are_not_configuration_typos() -> None:
 
 
 @pytest.mark.slow  # the CDK CLI runs app.py (about ten seconds)
-def test_cdk_synth_says_each_mistake_once_in_a_few_lines(tmp_path) -> None:
+def test_make_synth_says_each_mistake_once_in_a_few_lines(tmp_path) -> None:
     # Given three mistakes a new user makes on the command line
-    result = cdk_synth(tmp_path / "cdk.out", "distribution=ddp", "instance_type=ml.g5.huge", "envv=prod")
+    result = make_synth(tmp_path / "cdk.out", "distribution=ddp", "instance_type=ml.g5.huge", "envv=prod")
     # Then synthesis stops with one line per mistake, each naming its key, and nothing else of the configuration
     assert result.returncode != 0
     lines = [line for line in result.stderr.splitlines() if line.startswith("  ")]

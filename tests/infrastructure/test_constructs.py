@@ -314,7 +314,8 @@ def test_registration_threshold_reaches_the_function(tmp_path: Path) -> None:
         {"THRESHOLD_METRIC": "test_ndcg@10", "THRESHOLD_MINIMUM": "0.7"})}})
 
 
-def test_registration_may_only_read_project_jobs_write_project_groups_and_the_quality_report(tmp_path: Path) -> None:
+def test_registration_may_only_read_project_jobs_and_artifacts_write_project_groups_and_the_quality_report(
+        tmp_path: Path) -> None:
     statements = _policy_statements(_registration(tmp_path))
     by_sid = {statement.get("Sid"): statement for statement in statements}
     assert by_sid["ReadProjectTrainingJobs"]["Action"] == ["sagemaker:DescribeTrainingJob", "sagemaker:ListTags"]
@@ -329,8 +330,12 @@ def test_registration_may_only_read_project_jobs_write_project_groups_and_the_qu
               if "s3:PutObject" in statement["Action"]]
     assert len(writes) == 1 and json.dumps(writes[0]["Resource"]).endswith('/models/*/output/model_quality.json"]]}')
     assert any(statement["Action"] == "sns:Publish" for statement in statements)
-    assert not any("s3:GetObject" in json.dumps(statement["Action"]) or "sagemaker:CreateTrainingJob" in
-                   json.dumps(statement["Action"]) for statement in statements)
+    # It reads each job's model.tar.gz (for the serving handler a package needs) and no other object
+    reads = [statement for statement in statements if "s3:GetObject*" in statement["Action"]]
+    assert len(reads) == 1
+    objects = [json.dumps(resource) for resource in reads[0]["Resource"] if "/" in json.dumps(resource)]
+    assert len(objects) == 1 and objects[0].endswith('/models/*/output/model.tar.gz"]]}')
+    assert not any("sagemaker:CreateTrainingJob" in json.dumps(statement["Action"]) for statement in statements)
 
 
 def _watchdog(tmp_path: Path) -> Template:

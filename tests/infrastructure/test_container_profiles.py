@@ -12,15 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sagemaker import fw_utils
 from sagemaker_distributed import container_profiles as profiles
 from training_trigger.planning import TrainingJobSpec
 from training_trigger.preflight import preflight_errors
+from training_trigger.model_trainer_request import training_job_request
 from training_trigger.request import build_training_job_request
 from training_trigger.settings import Settings, settings_from
 
 from stacks.config import ConfigError
 from stacks.lambda_bundle import stage_lambda_bundle
+from stacks.model_trainer_files import model_trainer_settings
+from stacks.sagemaker_sdk import sdk_module
 from stacks.training_image import resolve_dlc_image
 from stacks.trigger_environment import trigger_environment, trigger_static_settings
 
@@ -33,6 +35,7 @@ from .synthesis import (
     trigger_function,
 )
 
+fw_utils = sdk_module("fw_utils")
 SDK_IMAGE_TABLE = Path(fw_utils.__file__).parent / "image_uri_config" / "pytorch.json"
 
 
@@ -109,7 +112,7 @@ def _default_job(settings: Settings) -> TrainingJobSpec:
         entry_point=settings.default_entry_point, distribution=settings.default_distribution,
         instance_type=settings.default_instance_type, instance_count=settings.default_instance_count,
         hyperparameters=dict(settings.default_hyperparameters), spot=settings.use_spot,
-        max_runtime=settings.max_runtime_seconds, tags={})
+        max_runtime=settings.max_runtime_seconds, tags={}, launch=settings.default_launch)
 
 
 def _settings_for(environment: dict[str, str], static: dict[str, Any], region: str,
@@ -119,20 +122,25 @@ def _settings_for(environment: dict[str, str], static: dict[str, Any], region: s
 
 
 @pytest.mark.parametrize("env_name", ["dev", "prod"])
-@pytest.mark.parametrize("distribution", profiles.DISTRIBUTIONS)
-def test_the_default_job_of_every_distribution_passes_preflight(env_name, distribution, monkeypatch) -> None:
-    # Given the configuration `-c distribution=X` gives, and the environment the stack hands the trigger
-    config = config_for(env_name, distribution=distribution)
+@pytest.mark.parametrize(("distribution", "launch"), [
+    *((distribution, profiles.TOOLKIT_LAUNCH) for distribution in profiles.DISTRIBUTIONS),
+    *((distribution, profiles.MODEL_TRAINER_LAUNCH) for distribution in profiles.MODEL_TRAINER_DISTRIBUTIONS)])
+def test_the_default_job_of_every_distribution_and_launch_passes_preflight(env_name, distribution, launch,
+                                                                          monkeypatch) -> None:
+    # Given the configuration `-c distribution=X -c launch=Y` gives, and the environment the stack hands the trigger
+    config = config_for(env_name, distribution=distribution, launch=launch)
     environment = trigger_environment(
         config, data_bucket="ranker-data-example", artifacts_bucket="ranker-artifacts-example",
         role_arn="arn:aws:iam::123456789012:role/ranker-sagemaker-execution",
         image_uri=resolve_dlc_image(config).uri, source_bundle_uri="s3://ranker-artifacts-example/code/sourcedir.tar.gz",
         kms_key_arn=None, notification_topic_arn="arn:aws:sns:us-east-1:123456789012:ranker-training")
-    static = trigger_static_settings(config, bundle_files=config.source_members())
+    members = config.source_members()
+    static = trigger_static_settings(config, bundle_files=members,
+                                     model_trainer=model_trainer_settings(members, source_dir=config.source_dir))
     settings = _settings_for(environment, static, config.region, monkeypatch)
     # When the trigger checks the job it starts by default / Then nothing is refused
     spec = _default_job(settings)
-    assert preflight_errors(build_training_job_request(spec, settings), spec, settings) == []
+    assert preflight_errors(training_job_request(spec, settings), spec, settings) == []
 
 
 def test_a_synthesized_pytorchddp_stack_starts_jobs_preflight_accepts(tmp_path: Path, monkeypatch) -> None:

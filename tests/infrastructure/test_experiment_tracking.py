@@ -13,6 +13,8 @@ from aws_cdk.assertions import Template
 
 from stacks.config import ConfigError, PipelineConfig, health_check
 from stacks.execution_role import MLFLOW_RUN_ACTIONS, SageMakerExecutionRole
+from stacks.model_trainer_files import launch_files
+from stacks.model_trainer_sdk import model_trainer_sdk
 from stacks.trigger_environment import trigger_static_settings
 
 from . import test_template_checks as template_checks
@@ -77,9 +79,9 @@ def test_a_bad_setting_stops_synthesis_naming_it(overrides: dict, named: list[st
 
 def test_the_settings_reach_the_trigger() -> None:
     static = trigger_static_settings(config_for("dev", mlflow_resource_arn=APP_ARN, infra_check="always"),
-                                     bundle_files=["train_lightning.py"])
+                                     bundle_files=["train_lightning.py"], model_trainer={})
     assert (static["mlflow_resource_arn"], static["infra_check"]) == (APP_ARN, "always")
-    untracked = trigger_static_settings(config_for("dev"), bundle_files=["train_lightning.py"])
+    untracked = trigger_static_settings(config_for("dev"), bundle_files=["train_lightning.py"], model_trainer={})
     assert (untracked["mlflow_resource_arn"], untracked["infra_check"]) == ("", "multi_instance")
 
 
@@ -108,6 +110,17 @@ def test_a_tracked_pipelines_jobs_install_the_tracking_packages(tracked_app) -> 
     assert {b"mlflow-skinny", b"sagemaker-mlflow"} <= {line.split(b"==")[0] for line in tracking.splitlines()}
     # and the trigger knows the bundle's files as they are
     assert synthesized_static_settings(tracked_app)["bundle_files"] == names
+
+
+def test_a_tracked_stacks_model_trainer_launch_installs_the_tracking_packages_too() -> None:
+    # Given a tracked stack's bundle / When the model_trainer launch's files are laid out from it
+    members = config_for("dev", mlflow_resource_arn=SERVER_ARN).source_members()
+    files = launch_files(members, source_dir="training_code", sdk=model_trainer_sdk())
+    # Then its code channel holds the tracking file and the requirements.txt that names it, which the drivers install
+    training_code = PROJECT_ROOT / "training_code"
+    assert files["code/requirements-tracking.txt"] == (training_code / "requirements-tracking.txt").read_bytes()
+    assert files["code/requirements.txt"].splitlines()[-1] == b"-r requirements-tracking.txt"
+    assert "install_requirements.py requirements.txt" in files["sm_drivers/torchrun/train_ddp.py/sm_train.sh"].decode()
 
 
 @pytest.mark.slow

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from local_mode.event_rules import matches
+from local_mode.aws.event_rules import matches
 
 from .synthesis import SynthesizedApp, function_of_service, resources_of_type
 

@@ -10,7 +10,8 @@ import pytest
 from model_registration.registration import Registration, plan_registration
 from model_registration.settings import settings_from_environ
 from packaging.version import Version
-from sagemaker import image_uris
+
+from stacks.sagemaker_sdk import sdk_module
 
 from .iam_policy import resolve
 from .synthesis import SynthesizedApp, function_of_service, resources_of_type
@@ -60,7 +61,7 @@ def test_a_registered_package_names_the_nearest_pytorch_inference_image(env_name
     config = app.config
     assert image["py"] == config.python_version
     served, trained = Version(image["version"]), Version(config.framework_version)
-    serving_line = image_uris.config_for_framework("pytorch")["inference"]["versions"]
+    serving_line = sdk_module("image_uris").config_for_framework("pytorch")["inference"]["versions"]
     nearer = [version for version, entry in serving_line.items()
               if served < Version(version) <= trained and config.python_version in entry.get("py_versions", [])]
     assert served <= trained and nearer == [], (container["Image"], nearer)

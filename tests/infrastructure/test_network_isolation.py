@@ -20,7 +20,7 @@ from training_trigger.planning import TrainingJobSpec
 from training_trigger.request import build_training_job_request
 from training_trigger.settings import Settings, settings_from
 
-from local_mode.s3_transfer import download_prefix, split_s3_uri
+from local_mode.aws.s3_transfer import download_prefix, split_s3_uri
 from stacks.inference_image import resolve_inference_image
 from stacks.stateless_stack import StatelessStack
 from stacks.training_image import resolve_dlc_image

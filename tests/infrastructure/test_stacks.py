@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from job_watchdog.service import JOBS_UNCHECKED
+from job_watchdog.metric_names import JOBS_UNCHECKED
 
 from .synthesis import (
     SynthesizedApp,

@@ -18,14 +18,14 @@ import pytest
 from shared_stacks import DEMO_CONTEXT
 from ranker.log_format import metric_definitions
 
-from local_mode.artifacts import tar_folder_contents
-from local_mode.job_runner import RunnerSettings
-from local_mode.local_clients import local_account_id, local_client
-from local_mode.moto_endpoint import MotoEndpoint
+from local_mode.job_runtime.artifacts import tar_folder_contents
+from local_mode.job_runtime.job_runner import RunnerSettings
+from local_mode.aws.local_clients import local_account_id, local_client
+from local_mode.aws.moto_endpoint import MotoEndpoint
 from local_mode.pipeline import LocalPipeline, wait_for_job
-from local_mode.sagemaker_endpoint import LocalSageMaker
-from local_mode.training_job_service import TrainingJobService
-from local_mode.tuning_job_service import TuningJobService
+from local_mode.sagemaker_api.sagemaker_endpoint import LocalSageMaker
+from local_mode.sagemaker_api.training_job_service import TrainingJobService
+from local_mode.sagemaker_api.tuning_job_service import TuningJobService
 
 SCRIPTS = Path(__file__).parent / "scripts"
 DATA_BUCKET = "local-mode-test-data"

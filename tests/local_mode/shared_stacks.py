@@ -1,12 +1,12 @@
 """What the tests synthesize the app for where several test files read or run one stack: a test session synthesizes
-each once (local_mode.synthesized_app caches assemblies by context and sources).
+each once (local_mode.aws.synthesized_app caches assemblies by context and sources).
 """
 
 import json
 from pathlib import Path
 
 from local_mode.demo import DemoOptions
-from local_mode.synthesized_app import PROJECT_ROOT
+from local_mode.aws.synthesized_app import PROJECT_ROOT
 
 DEMO_CONTEXT = {"framework_version": "2.2.0"}
 """The demo pipeline's `-c key=value` context: the PyTorch 2.2.0 container, the one whose rules allow every

@@ -27,10 +27,10 @@ from local_mode.demo import (
     demo_manifest,
     run_demo_job,
 )
-from local_mode.moto_endpoint import MotoEndpoint
+from local_mode.aws.moto_endpoint import MotoEndpoint
 from local_mode.pipeline import LocalPipeline
-from local_mode.s3_transfer import split_s3_uri
-from local_mode.synthesized_app import PROJECT_ROOT
+from local_mode.aws.s3_transfer import split_s3_uri
+from local_mode.aws.synthesized_app import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -122,17 +122,22 @@ def test_a_stock_lightning_modules_pytorchddp_job_is_launched_as_its_smdistribut
     assert requests["pytorchddp"]["ResourceConfig"]["InstanceCount"] == 2
 
 
-@pytest.mark.parametrize("distribution", ["torch_distributed", "pytorchddp"])
-def test_a_tutorial_shaped_ddp_script_trains_and_reports_its_own_metric(distribution, tutorial_pipeline, letor_data,
-                                                                       tmp_path, report_job):
+# Two hosts of two ranks each (torchrun, the MPI-style ranks), and one host running the script with plain `python` as
+# SageMaker does without a distribution: a world of one rank.
+@pytest.mark.parametrize("distribution, instance_count, ranks", [("torch_distributed", 2, 4), ("pytorchddp", 2, 4),
+                                                                 ("none", 1, 1)])
+def test_a_tutorial_shaped_ddp_script_trains_and_reports_its_own_metric(distribution, instance_count, ranks,
+                                                                       tutorial_pipeline, letor_data, tmp_path,
+                                                                       report_job):
     # Given the DDP tutorial's shape with the one call, and metric definitions that read its own log lines
-    result = run(tutorial_pipeline, TUTORIAL, distribution, letor_data, tmp_path)
+    options = dataclasses.replace(TUTORIAL, instance_count=instance_count)
+    result = run(tutorial_pipeline, options, distribution, letor_data, tmp_path)
 
-    # Then every rank of both hosts trained, and SageMaker's metric reading found the last epoch
+    # Then every rank of every host trained, and SageMaker's metric reading found the last epoch
     assert result.status == "Completed", report_job(tutorial_pipeline.jobs_dir, result.job_name, result.failure_reason)
     assert "model.pt" in model_members(tutorial_pipeline.s3, result.model_artifact)
     logs = host_logs(tutorial_pipeline, result)
-    assert all(f"[rank {rank}] Epoch 2 |" in logs for rank in range(4))
+    assert all(f"[rank {rank}] Epoch 2 |" in logs for rank in range(ranks))
     assert result.metrics == {"epoch": 2.0}
 
 

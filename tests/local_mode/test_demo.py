@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import subprocess
 import tarfile
 import time
 from pathlib import Path
@@ -21,12 +23,13 @@ from small_model import SMALL_MODEL
 
 from local_mode.cli import main, render_summary
 from local_mode.demo import DATASET_NAME, DemoOptions, DemoResult, demo_manifest, run_demo_job
-from local_mode.job_state_events import training_job_state_change_event
-from local_mode.local_clients import local_client
-from local_mode.model_endpoint import EndpointError, LocalModelEndpoint
+from local_mode.sagemaker_api.job_state_events import training_job_state_change_event
+from local_mode.aws.local_clients import local_client
+from local_mode.sagemaker_api.model_endpoint import EndpointError, LocalModelEndpoint
 from local_mode.pipeline import LocalPipeline
-from local_mode.s3_transfer import list_keys, split_s3_uri
-from local_mode.trigger_invocation import invoke_trigger
+from local_mode.aws.s3_transfer import list_keys, split_s3_uri
+from local_mode.aws.synthesized_app import PROJECT_ROOT
+from local_mode.aws.trigger_invocation import invoke_trigger
 from stacks.config import RegistrationThreshold
 from stacks.inference_image import InferenceImage
 from stacks.model_registration import registrar_environment
@@ -165,20 +168,32 @@ def wait_for_first_metric(pipeline: LocalPipeline, job_name: str, timeout: float
     raise AssertionError(f"{job_name} reported no metric within {timeout} s")
 
 
-def test_a_failing_training_script_fails_the_job_and_the_demo_exits_non_zero(tmp_path, capsys):
-    # Given a dataset whose training file is corrupt at line 2
+def test_a_malformed_data_line_fails_the_job_with_the_users_file_and_token_before_torchruns_report(tmp_path, capsys):
+    # Given a dataset whose training file's line 2 is not a LETOR row
     data = tmp_path / "corrupt"
     data.mkdir()
-    (data / "rank.train").write_text("2 qid:1 1:0.5 2:0.1\n1 qid:1 1:oops 2:0.3\n")
+    (data / "rank.train").write_text("2 qid:1 1:0.5 2:0.1\n5;0.2244\n1 qid:1 1:0.4 2:0.3\n")
 
-    # When the demo runs on it
-    exit_code = main(["--data", str(data), "--distribution", "none", "--epochs", "1", "--work-dir", str(tmp_path)])
+    # When the demo runs on it, with its defaults (one host, one process under torchrun)
+    exit_code = main(["--data", str(data), "--epochs", "1", "--work-dir", str(tmp_path)])
 
-    # Then the job failed with the script's reason naming the file, and the demo exits non-zero
-    summary = capsys.readouterr().out
+    # Then the job failed and the demo exits non-zero
+    captured = capsys.readouterr()
+    output = (captured.out + captured.err).splitlines()
     assert exit_code != 0
-    assert "status:    Failed" in summary
-    assert "reason:    AlgorithmError" in summary and "rank.train" in summary
+    assert "status:    Failed" in output
+    # And the reason names the uploaded S3 object (not the job's copy of it), the line and the offending token in the
+    # file format's words, not Python's
+    said = re.compile(r"s3://\S+/train/rank\.train:2: not a LETOR row: the label '5;0\.2244' is not a number")
+    reason = next(index for index, line in enumerate(output) if line.startswith("reason:"))
+    assert said.search("\n".join(output[reason:reason + 4])), output[reason:]
+    assert not [line for line in output if "/input/data/train" in line or "convert string" in line
+                or "unpack" in line]
+    # And in the job's log it comes first: before any traceback, torchrun's ChildFailedError report among them
+    error = next(index for index, line in enumerate(output) if said.search(line))
+    first_traceback = next(index for index, line in enumerate(output) if "Traceback" in line)
+    assert error < first_traceback < reason
+    assert any("ChildFailedError" in line for line in output[first_traceback:reason])
 
 
 def test_a_completed_job_leaves_a_registered_package_whose_metrics_match_metrics_json(completed_job, demo_pipeline):
@@ -273,6 +288,23 @@ def test_a_model_below_the_threshold_is_not_registered_and_the_notification_says
     assert envelope["Subject"] == f"Model not registered: {completed_job.job_name}"
     reason = json.loads(envelope["Message"])["reason"]
     assert f"val_ndcg@10={written['val_ndcg@10']:.4f} is below the registration threshold {threshold.minimum}" in reason
+
+
+def test_the_summary_ends_with_a_scoring_command_that_runs_as_printed_from_the_repository_root(
+        completed_job, letor_data, monkeypatch):
+    # Given the completed demo job's summary, printed where `make demo` prints it: at the repository root
+    monkeypatch.chdir(PROJECT_ROOT)
+    [command] = [line.removeprefix("next:").strip() for line in render_summary(completed_job).splitlines()
+                 if line.startswith("next:")]
+    # When a shell at the repository root runs it as printed
+    scored = subprocess.run(command, shell=True, executable="/bin/bash", cwd=PROJECT_ROOT, capture_output=True,
+                            text=True, timeout=300)
+    # Then it scores every row of the data the job trained on with the job's model, into scores.tsv beside it
+    assert scored.returncode == 0, scored.stderr[-3000:]
+    rows = len((letor_data / "rank.train").read_text().splitlines())
+    assert f"scored {rows} rows of 1 file(s) into " in scored.stdout and "ndcg@10=" in scored.stdout
+    written = (completed_job.model_dir.parent / "scores.tsv").read_text().splitlines()
+    assert len(written) == rows + 1  # a header and a line per row
 
 
 def test_the_summary_says_where_the_model_is_and_which_split_its_ndcg_is_from(completed_job):

@@ -1,7 +1,8 @@
 """A tuning job of a script not written for this pipeline: Lightning's stock `BoringModel` (examples/), bundled from its
 own folder by a stack synthesized with `-c source_dir=... -c entry_point=train.py -c metric_definitions=...`, tuned
 through the trigger over its `--epochs` with an objective of its own, `steps`, which one of those metric definitions
-reads from the line it prints. The trigger holds such a script to an objective among its metric definitions."""
+reads from the line it prints. The trigger holds such a script to an objective among its metric definitions; the
+registrar refuses its best model, which has no serving handler, and says why."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from pathlib import Path
 import pytest
 from shared_stacks import BORING_MODEL
 
+from local_mode.cli import render_tuning_summary
 from local_mode.demo import DemoOptions, TriggerRefused, bring_your_own_context, run_tuning_demo_job
-from local_mode.moto_endpoint import MotoEndpoint
+from local_mode.aws.moto_endpoint import MotoEndpoint
 from local_mode.pipeline import LocalPipeline
-from local_mode.tuning_demo import render_tuning_summary
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +40,7 @@ def tuned(section: dict, work_dir: Path) -> DemoOptions:
     return dataclasses.replace(LIGHTNING, tuning={"ranges": RANGES, **section}, work_dir=work_dir)
 
 
-def test_a_stock_lightning_module_is_tuned_on_its_own_metric_and_its_best_model_registered(
+def test_a_stock_lightning_module_is_tuned_on_its_own_metric_and_told_why_its_best_model_is_not_registered(
         lightning_pipeline, letor_data, tmp_path, notification_queue):
     # Given a tuning section maximising the script's own `steps`: 4 trials of 1 to 3 epochs, 2 at a time
     options = tuned({"objective_metric": "steps", "objective_type": "Maximize", "strategy": "Random",
@@ -63,11 +64,14 @@ def test_a_stock_lightning_module_is_tuned_on_its_own_metric_and_its_best_model_
     summary = render_tuning_summary(result)
     assert "objective:  Maximize steps" in summary and f"best:       {best.name}" in summary
     assert all(row.name in summary for row in result.trials)
-    # And its model is registered, naming the trial, and the notification counts the trials
-    package = lightning_pipeline.sagemaker.describe_model_package(ModelPackageName=result.model_package_arn)
-    assert package["CustomerMetadataProperties"]["training-job"] == best.name
-    [registered] = [envelope for envelope in published if envelope["Subject"].startswith("Best of ")]
-    tuning = json.loads(registered["Message"])["tuning"]
+    # And its model, which carries no serving handler (train.py saves its weights only), is not registered: the
+    # summary and the notification say why, and the notification still counts the trials and names the winner
+    assert result.model_package_arn is None
+    assert "holds no code/inference.py" in result.not_registered_reason
+    assert f"package:    not registered: {result.not_registered_reason}" in summary
+    [refused] = [envelope for envelope in published if envelope["Subject"].startswith("Model not registered")]
+    assert refused["Subject"] == f"Model not registered: {result.tuning_job_name}"
+    tuning = json.loads(refused["Message"])["tuning"]
     assert (tuning["best_training_job"], tuning["trials"]["total"]) == (best.name, 4)
     assert tuning["objective"] == {"metric": "steps", "type": "Maximize", "value": STEPS_PER_EPOCH * most}
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from local_mode.cli import render_tuning_summary
 from local_mode.demo import channels_of, follow_tuning_job, profiles
 from local_mode.pipeline import LocalPipeline
-from local_mode.tuning_demo import render_tuning_summary
 from small_model import SMALL_MODEL
 
 pytestmark = pytest.mark.slow
@@ -30,7 +30,7 @@ RANKER_TUNING_MANIFEST = {
 
 
 def test_a_manifests_tuning_section_tunes_the_ranker_through_the_trigger_and_registers_the_best(
-        demo_pipeline: LocalPipeline, letor_data: Path, notification_queue):
+        demo_pipeline: LocalPipeline, letor_data: Path, notification_queue, tmp_path: Path):
     with notification_queue(demo_pipeline, "tuning-notifications") as notifications:
         # Given a dataset version whose manifest asks for 4 trials of the ranker, 2 at a time
         marker = demo_pipeline.upload_channels(channels_of(letor_data), dataset="tuned-letor", version="v1",
@@ -43,7 +43,7 @@ def test_a_manifests_tuning_section_tunes_the_ranker_through_the_trigger_and_reg
         assert (first["status"], first["job_kind"]) == ("started", "tuning"), first
         assert (again["status"], again["job_name"]) == ("duplicate", first["job_name"]), again
         name = first["job_name"]
-        result = follow_tuning_job(demo_pipeline, name)
+        result = follow_tuning_job(demo_pipeline, name, tmp_path)
         published = notifications()
 
     # And its 4 trials ran the ranker with drawn values, each reporting val_ndcg@10, never more than 2 at once

@@ -26,18 +26,18 @@ from training_trigger import aws_clients  # noqa: E402
 from training_trigger.settings import load_settings  # noqa: E402
 from trigger.sample_inputs import stack_environ, write_stack_settings  # noqa: E402
 
-from local_mode.artifacts import tar_folder_contents  # noqa: E402
-from local_mode.bucket_events import object_created_event  # noqa: E402
-from local_mode.job_runner import RunnerSettings  # noqa: E402
-from local_mode.local_clients import (  # noqa: E402
+from local_mode.job_runtime.artifacts import tar_folder_contents  # noqa: E402
+from local_mode.aws.bucket_events import object_created_event  # noqa: E402
+from local_mode.job_runtime.job_runner import RunnerSettings  # noqa: E402
+from local_mode.aws.local_clients import (  # noqa: E402
     LOCAL_REGION,
     dummy_credentials_environment,
     local_account_id,
     local_client,
 )
-from local_mode.moto_endpoint import MotoEndpoint  # noqa: E402
-from local_mode.sagemaker_endpoint import LocalSageMaker  # noqa: E402
-from local_mode.training_job_service import TrainingJobService  # noqa: E402
+from local_mode.aws.moto_endpoint import MotoEndpoint  # noqa: E402
+from local_mode.sagemaker_api.sagemaker_endpoint import LocalSageMaker  # noqa: E402
+from local_mode.sagemaker_api.training_job_service import TrainingJobService  # noqa: E402
 from reliability.local_dataset import (  # noqa: E402
     ARTIFACTS_BUCKET,
     DATA_BUCKET,

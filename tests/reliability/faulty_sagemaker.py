@@ -10,8 +10,8 @@ import threading
 from collections import Counter
 from typing import Any
 
-from local_mode.service_errors import ServiceError
-from local_mode.training_job_service import TrainingJobService
+from local_mode.sagemaker_api.service_errors import ServiceError
+from local_mode.sagemaker_api.training_job_service import TrainingJobService
 
 ERROR_MESSAGES = {
     "ThrottlingException": "Rate exceeded",

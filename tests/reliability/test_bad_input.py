@@ -17,8 +17,8 @@ from botocore.stub import Stubber
 from hypothesis import HealthCheck, given, settings
 from training_trigger import aws_clients
 
-from local_mode.local_clients import LOCAL_REGION, local_client
-from local_mode.moto_endpoint import MotoEndpoint
+from local_mode.aws.local_clients import LOCAL_REGION, local_client
+from local_mode.aws.moto_endpoint import MotoEndpoint
 from reliability.lambda_async import LambdaContext
 from reliability.local_dataset import DATA_BUCKET, MANIFEST_KEY
 from reliability.malformed_inputs import (

@@ -17,9 +17,9 @@ from typing import Any
 import handler
 import pytest
 
-from local_mode.bucket_events import object_created_event
-from local_mode.local_clients import LOCAL_REGION, local_client
-from local_mode.trigger_invocation import invoke_trigger
+from local_mode.aws.bucket_events import object_created_event
+from local_mode.aws.local_clients import LOCAL_REGION, local_client
+from local_mode.aws.trigger_invocation import invoke_trigger
 from reliability.lambda_async import LambdaContext
 from reliability.local_dataset import DATA_BUCKET, MARKER_KEY
 

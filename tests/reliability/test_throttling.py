@@ -20,11 +20,11 @@ import pytest
 from botocore.exceptions import ClientError
 from training_trigger.aws_clients import SAGEMAKER_ATTEMPTS
 
-from local_mode.job_runner import RunnerSettings
-from local_mode.local_clients import LOCAL_REGION, local_client
-from local_mode.moto_endpoint import MotoEndpoint
-from local_mode.sagemaker_endpoint import LocalSageMaker
-from local_mode.training_job_service import TrainingJobService
+from local_mode.job_runtime.job_runner import RunnerSettings
+from local_mode.aws.local_clients import LOCAL_REGION, local_client
+from local_mode.aws.moto_endpoint import MotoEndpoint
+from local_mode.sagemaker_api.sagemaker_endpoint import LocalSageMaker
+from local_mode.sagemaker_api.training_job_service import TrainingJobService
 from reliability.faulty_sagemaker import FaultySageMaker
 from reliability.lambda_async import AsyncInvoker, LambdaContext
 

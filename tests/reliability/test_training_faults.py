@@ -23,8 +23,8 @@ from ranker.data import synthetic
 from ranker.data.channels import load_channel
 from training_launch import TINY_MODEL_FLAGS, run_dirs, script_env
 
-from local_mode.artifacts import tar_folder_contents
-from local_mode.local_clients import local_client
+from local_mode.job_runtime.artifacts import tar_folder_contents
+from local_mode.aws.local_clients import local_client
 from local_mode.pipeline import wait_for_job
 from reliability.local_dataset import ARTIFACTS_BUCKET, DATA_BUCKET
 from reliability.torchrun_job import (
@@ -132,14 +132,16 @@ def _nan_in_the_third_feature(line: str) -> str:
 # name: (how the channel is broken, message the script must fail with; {channel} is the channel folder)
 CORRUPTIONS: dict[str, tuple[Callable[[Path], None], str]] = {
     "truncated line": (lambda folder: _rewrite_line(folder / "rank.train", 5, _cut_a_feature_value),
-                       "ValueError: {channel}/rank.train:5: not a LETOR row"),
+                       "{channel}/rank.train:5: not a LETOR row: the value '' of '"),
+    "not a row": (lambda folder: _rewrite_line(folder / "rank.train", 3, lambda line: "5;0.2244\n"),
+                  "{channel}/rank.train:3: not a LETOR row: the label '5;0.2244' is not a number; each line must be "
+                  "`label [qid:Q] index:value ...`"),
     "NaN value": (lambda folder: _rewrite_line(folder / "rank.train", 7, _nan_in_the_third_feature),
-                  "ValueError: {channel}/rank.train:7: NaN or infinite value"),
+                  "{channel}/rank.train:7: NaN or infinite value"),
     "mismatched query file": (lambda folder: _rewrite_line(folder / "rank.train.query", 3, lambda line: "7\n"),
-                              "ValueError: {channel}/rank.train.query: query sizes add up to 255 rows but the data "
-                              "file has 256"),
+                              "{channel}/rank.train.query: query sizes add up to 255 rows but the data file has 256"),
     "empty channel": (lambda folder: [file.write_text("") for file in folder.iterdir()],
-                      "ValueError: channel {channel}: no LETOR text files or binary shards found"),
+                      "channel {channel}: no LETOR text files or binary shards found"),
 }
 
 
@@ -175,12 +177,12 @@ def failed_runs(tmp_path_factory: pytest.TempPathFactory, channel: Path) -> dict
 def test_a_corrupt_channel_fails_the_script_naming_file_and_line(failed_runs, corruption):
     broken, output_dir, exit_code, log = failed_runs[corruption]
     expected = CORRUPTIONS[corruption][1].format(channel=broken)
-    # Then the script exits non-zero with the message in its log
-    assert exit_code not in (0, None)
-    assert expected in log, log[-3000:]
+    # Then the script exits with the usage status and the message in its log, without a traceback
+    assert exit_code == 2
+    assert f"error: {expected}" in log and "Traceback" not in log, log[-3000:]
     # And it wrote that message, alone, to /opt/ml/output/failure for SageMaker's FailureReason
     failure = (output_dir / "failure").read_text()
-    assert failure.startswith(expected) and "\n" not in failure
+    assert failure.startswith(f"DataError: {expected}") and "\n" not in failure
     assert not (broken.parent / "model" / "model.safetensors").exists()
 
 
@@ -197,12 +199,13 @@ def test_a_job_on_a_corrupt_channel_fails_with_the_reason_through_local_sagemake
     # When a job runs train_ddp.py on it
     sagemaker.create_training_job(**sdk_shaped_request("corrupt-channel", "train_ddp.py"))
     description = wait_for_job(sagemaker, "corrupt-channel", timeout=120)
-    # Then it is Failed, and FailureReason carries the script's message naming the file in the container and the line
+    # Then it is Failed, and FailureReason carries the script's message naming the line of the S3 object the channel
+    # file is a copy of (the host folder local mode stands in for /opt/ml/input/data means nothing to a user)
     assert description["TrainingJobStatus"] == "Failed"
     reason = description["FailureReason"]
-    assert reason.startswith("AlgorithmError: ExecuteUserScriptError:\nExitCode 1\n"), reason
-    assert re.search(r'ErrorMessage "ValueError: \S+/input/data/train/rank\.train:7: NaN or infinite value; '
-                     r'fix or drop that row"$', reason), reason
+    assert reason.startswith("AlgorithmError: ExecuteUserScriptError:\nExitCode 2\n"), reason
+    assert reason.endswith(f'ErrorMessage "DataError: s3://{DATA_BUCKET}/datasets/corrupt/v1/train/rank.train:7: NaN '
+                           'or infinite value; fix or drop that row"'), reason
 
 
 def test_a_file_cut_mid_number_is_refused_naming_its_last_line(channel, tmp_path):

@@ -10,7 +10,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from local_mode.artifacts import tar_folder_contents
+from local_mode.job_runtime.artifacts import tar_folder_contents
 
 TRAINING_CODE = Path(__file__).resolve().parents[2] / "training_code"
 NUM_FEATURES = 12

@@ -199,7 +199,7 @@ def test_a_job_that_fails_on_its_data_has_a_failed_run(script, store, tmp_path):
     finished = subprocess.run([sys.executable, script, *flags], cwd=TRAINING_CODE, capture_output=True, text=True,
                               env=script_env(**_tracked_environment(store, job)), timeout=180)
     # Then it fails on the data, and the job's run, opened before the data with the job's flags, says FAILED
-    assert finished.returncode == 1 and "rank.train" in finished.stderr.strip().splitlines()[-1]
+    assert finished.returncode == 2 and "rank.train" in finished.stderr.strip().splitlines()[-1]
     client = MlflowClient(store)
     [run] = client.search_runs([client.get_experiment_by_name(TRACKED_EXPERIMENT).experiment_id],
                                filter_string=f"attributes.run_name = '{job}'")

@@ -1,7 +1,7 @@
 """FusedDataParallel (the GPU path's replacement for DDP) averages gradients across real processes: two or four gloo
 ranks, each on its part of every batch, train exactly like one process on the whole batch, whether every rank runs the
 whole AdamW update or each its shard (ShardedAdamW, whose state gathers back into AdamW's layout). On CPU through the
-same fused layers (bf16 arithmetic); benchmarks.gpu_checks runs it with NCCL inside a CUDA graph."""
+same fused layers (bf16 arithmetic); benchmarks.gpu.gpu_checks runs it with NCCL inside a CUDA graph."""
 
 from __future__ import annotations
 

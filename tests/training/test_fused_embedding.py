@@ -4,8 +4,8 @@ Its Triton kernels run here in Triton's interpreter on the CPU (tests/conftest.p
 products), against the modules in float32: outputs and every parameter's gradient agree to float32 round-off, across
 the shapes the kernels pad and mask (bins and widths below 16 and not powers of two, a one-layer embedding, document
 counts that are no multiple of a tile, backward chunks of several tiles, a feature whose bins have zero width, values
-outside the fitted edges). The bf16 kernels use the same code with bf16 operands; benchmarks.gpu_checks compares them
-with autocast's modules on a GPU.
+outside the fitted edges). The bf16 kernels use the same code with bf16 operands; benchmarks.gpu.gpu_checks compares
+them with autocast's modules on a GPU.
 """
 
 from __future__ import annotations

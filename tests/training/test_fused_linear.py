@@ -1,6 +1,6 @@
 """The bf16 dense layer that fuses ReLU into the GEMM and writes float32 gradients (ranker.gpu.fused_linear) computes
 what autocast's Linear + ReLU computes, forward and backward. On CPU here (bf16 arithmetic, the same code path but
-the float32-output GEMM); the GPU run of benchmarks.gpu_checks covers the CUDA kernels."""
+the float32-output GEMM); the GPU run of benchmarks.gpu.gpu_checks covers the CUDA kernels."""
 
 from __future__ import annotations
 

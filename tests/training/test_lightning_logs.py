@@ -1,5 +1,6 @@
-"""What a user of train_lightning.py sees and keeps: a log without warnings or advertisements, metric lines numbered
-like train_ddp.py's, the same timeline of phases, and a `.ckpt` that rebuilds the model on its own."""
+"""What a user of train_lightning.py sees and keeps: a log without warnings, advertisements or Lightning's status lines,
+the model summed up in one line, the training path and metric lines numbered like train_ddp.py's, the same timeline of
+phases, and a `.ckpt` that rebuilds the model on its own."""
 
 from __future__ import annotations
 
@@ -31,8 +32,22 @@ def test_a_two_rank_lightning_run_prints_no_warning_and_no_advertisement(two_ran
     log = (result.stdout + result.stderr).splitlines()
     assert [line for line in log if WARNING_LINE.search(line) or "Warning" in line] == []
     assert [line for line in log if ADVERTISEMENT.search(line)] == []
-    # The model summary counts the model's FLOPs (for one document) instead of printing zero
-    assert "Total FLOPs: 0" not in result.stdout and re.search(r"Total FLOPs: [1-9]", result.stdout)
+
+
+@pytest.mark.slow
+def test_a_lightning_run_sums_its_model_up_in_one_line_and_names_its_training_path_as_the_native_one_does(
+        two_rank_runs):
+    lightning = two_rank_runs["train_lightning.py"][1].stdout.splitlines()
+    native = two_rank_runs["train_ddp.py"][1].stdout.splitlines()
+    # Then no per-layer table, no device census (GPU, TPU) and no other status line of Lightning's
+    assert [line for line in lightning if re.search(r"[┃│┏└]|params|[GT]PU available|`train_dataloader`", line)] == []
+    # And one line gives the model's size and its FLOPs for one document, counted rather than zero
+    sizes = [line for line in lightning if line.startswith("model: ")]
+    assert len(sizes) == 1 and re.fullmatch(r"model: [0-9.]+ [KM]? ?parameters \([0-9.]+ MB\), [1-9][0-9.]* [KM]? ?"
+                                            r"FLOPs per document", sizes[0]), sizes
+    # And the training path, which says what ran where, is the native entry point's line
+    path = [line for line in native if line.startswith("training path on ")]
+    assert len(path) == 1 and [line for line in lightning if line.startswith("training path on ")] == path
 
 
 @pytest.mark.slow
@@ -40,8 +55,9 @@ def test_both_trainers_number_every_metric_line_alike(two_rank_runs):
     native = metric_lines(two_rank_runs["train_ddp.py"][1].stdout)
     lightning = metric_lines(two_rank_runs["train_lightning.py"][1].stdout)
     # Then every line has the same epoch, step and metric names in both, the first epoch's validation saying epoch=1
-    assert [(line["epoch"], line["step"], sorted(line)) for line in lightning] == \
-           [(line["epoch"], line["step"], sorted(line)) for line in native]
+    # (the final line, the exported weights' metrics, names no epoch or step)
+    assert [(line.get("epoch"), line.get("step"), sorted(line)) for line in lightning] == \
+           [(line.get("epoch"), line.get("step"), sorted(line)) for line in native]
     assert next(line for line in lightning if "val_ndcg@10" in line)["epoch"] == 1
     # And the validation metrics, reduced over both ranks, agree too
     for ours, theirs in zip(lightning, native):

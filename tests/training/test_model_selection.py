@@ -4,6 +4,7 @@ preprocessing inside the artifact, so raw LETOR rows score through it exactly as
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -12,6 +13,7 @@ import torch
 from ranker.data import synthetic, synthetic_search
 from ranker.log_format import parse_metrics
 from ranker.model.export import load_scorer
+from ranker.training import plots
 from sklearn.datasets import load_svmlight_file
 from sklearn.metrics import ndcg_score
 from training_launch import run_dirs, run_script
@@ -108,6 +110,19 @@ def epoch_validations(stdout: str) -> list[dict[str, float]]:
     return validation_lines(stdout)[:-1]
 
 
+def epoch_lines(stdout: str) -> list[dict[str, float]]:
+    """The validation lines that name an epoch."""
+    return [line for line in validation_lines(stdout) if "epoch" in line]
+
+
+def each_epochs_validation(stdout: str) -> list[dict[str, float]]:
+    """The first validation line naming each epoch, in order: the epoch's own validation."""
+    first: dict[float, dict[str, float]] = {}
+    for line in epoch_lines(stdout):
+        first.setdefault(line["epoch"], line)
+    return list(first.values())
+
+
 def exported(dirs) -> dict[str, float]:
     return json.loads((dirs.model_dir / "metrics.json").read_text())
 
@@ -125,6 +140,51 @@ def test_early_stopping_ends_a_patience_after_the_best_validation_and_exports_it
     assert (exported(dirs)["exported_epoch"], exported(dirs)["exported_step"]) == (best_epoch,
                                                                                    best_epoch * steps_per_epoch)
     assert exported(dirs)["val_ndcg@10"] == pytest.approx(max(scores), abs=1e-6)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_early_stopping_says_when_it_ends_a_run_and_the_last_epochs_line_holds_that_epochs_metrics(runs, script):
+    # Given a run that early stopping ended a patience after its best epoch
+    dirs, stdout = runs[script, "stops early"]
+    lines = epoch_lines(stdout)
+    best_epoch = exported(dirs)["exported_epoch"]
+    # Then every epoch's validation has one line, under its own epoch: the last one is the epoch it stopped at, not
+    # the best epoch's metrics again under the last epoch's name
+    assert [line["epoch"] for line in lines] == list(range(1, len(lines) + 1))
+    assert lines[best_epoch - 1]["val_ndcg@10"] == pytest.approx(exported(dirs)["val_ndcg@10"], rel=1e-5)
+    assert all(line["val_ndcg@10"] <= lines[best_epoch - 1]["val_ndcg@10"] for line in lines[best_epoch:])
+    # And one line says that early stopping ended the run, at which epoch, the best epoch and its NDCG@10, and that the
+    # model exported is that epoch's
+    said = [line for line in stdout.splitlines() if line.startswith("early stopping")]
+    assert len(said) == 1, stdout
+    stopped = re.fullmatch(r"early stopping after epoch (\d+): no better val_ndcg@10 than epoch (\d+)'s ([0-9.]+) in 3 "
+                           r"validations; the model exported is epoch (\d+)'s", said[0])
+    assert stopped, said[0]
+    assert int(stopped[1]) == lines[-1]["epoch"]
+    assert int(stopped[2]) == int(stopped[4]) == best_epoch
+    assert float(stopped[3]) == pytest.approx(exported(dirs)["val_ndcg@10"], rel=1e-5)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_the_plots_draw_the_whole_run_and_mark_the_exported_epoch_when_the_best_epoch_is_not_the_last(runs, script):
+    # Given a run whose best epoch came a patience before its last
+    dirs, stdout = runs[script, "stops early"]
+    lines = each_epochs_validation(stdout)
+    # When its curves are built from what the plots were drawn from
+    drawn = json.loads((dirs.output_dir / "history.json").read_text())
+    ndcg = {name: (steps, values) for name, steps, values in plots.curves(drawn["history"], ("val_ndcg@",),
+                                                                          drawn["final_metrics"])}
+    loss = {name: steps for name, steps, _ in plots.curves(drawn["history"], ("train_loss", "val_loss"),
+                                                            drawn["final_metrics"])}
+    # Then the NDCG@10 curve has every epoch's validation, each at its step with its own value, up to the last epoch
+    steps, values = ndcg["val_ndcg@10"]
+    assert steps == [line["step"] for line in lines]
+    assert values == pytest.approx([line["val_ndcg@10"] for line in lines], rel=1e-5)
+    # And the validation loss too
+    assert loss["val_loss"] == steps
+    # And the exported epoch is marked at its step
+    assert plots.exported_mark(drawn["final_metrics"]) == (exported(dirs)["exported_step"],
+                                                           f"exported: epoch {exported(dirs)['exported_epoch']}")
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

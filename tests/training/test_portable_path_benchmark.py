@@ -1,5 +1,5 @@
-"""The GPU benchmark of the path a torch 2.2 container takes (benchmarks.gpu_portable_path), run on CPU at a toy size:
-its MSLR-WEB30K-shaped data, its three variants on their paths, and the section it writes."""
+"""The GPU benchmark of the path a torch 2.2 container takes (benchmarks.gpu.gpu_portable_path), run on CPU at a toy
+size: its MSLR-WEB30K-shaped data, its three variants on their paths, and the section it writes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import os
 import numpy as np
 from ranker.gpu.fast_paths import FORCE_VARIABLE
 
-from benchmarks import gpu_portable_path
-from benchmarks.gpu_portable_path import MSLR_MAX_DOCS, MSLR_MEAN_DOCS, mslr_shaped
+from benchmarks.gpu import gpu_portable_path
+from benchmarks.gpu.gpu_portable_path import MSLR_MAX_DOCS, MSLR_MEAN_DOCS, mslr_shaped
 
 
 def test_the_data_has_mslr_web30k_s_shape():

@@ -12,7 +12,7 @@ from ranker.data.batches import epoch_permutation
 from ranker.data.streaming import StreamingBatches
 from sagemaker_distributed import detect_topology
 
-from benchmarks.native_harness import NativeHarness, synthetic_session
+from benchmarks.gpu.native_harness import NativeHarness, synthetic_session
 
 
 @pytest.fixture(scope="module")

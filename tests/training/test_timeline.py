@@ -1,4 +1,4 @@
-"""The phase timeline a job logs (ranker.training.timeline), which benchmarks.data_pipeline reads back."""
+"""The phase timeline a job logs (ranker.training.timeline), which benchmarks.cpu.data_pipeline reads back."""
 
 from __future__ import annotations
 

@@ -14,12 +14,14 @@ import pytest
 import torch
 from torch import nn
 
-from benchmarks import data_pipeline, gpu_scaling, timing
+from benchmarks.cpu import data_pipeline
+from benchmarks.gpu import gpu_scaling
+from benchmarks.harness import timing
 from ranker.training import timeline
 from benchmarks.baselines.common import dense_mlp
-from benchmarks.gpu_scaling import Layout, analyse, launch_commands, model_runs
-from benchmarks.models import PLAIN_MLP, SHIPPED_MODEL, benchmark_model, training_flops_per_sample
-from benchmarks.report import markdown_table, write_section
+from benchmarks.gpu.gpu_scaling import Layout, analyse, launch_commands, model_runs
+from benchmarks.harness.models import PLAIN_MLP, SHIPPED_MODEL, benchmark_model, training_flops_per_sample
+from benchmarks.harness.report import markdown_table, write_section
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,7 +46,7 @@ HAND_MADE_RESULTS = [
 ]
 
 
-# --- benchmarks.gpu_scaling: the table's arithmetic ---------------------------------------------------------------
+# --- benchmarks.gpu.gpu_scaling: the table's arithmetic ---------------------------------------------------------------
 
 
 def _rows_by_key(rows: list[list[object]], model: str = PLAIN_MLP) -> dict[tuple[str, str], list[object]]:
@@ -126,7 +128,7 @@ def test_every_trainer_trains_the_plain_mlp_and_the_projects_trainers_also_the_s
     assert model_runs(["native"], "1024", 0) == [("native", PLAIN_MLP, "1024")]
 
 
-# --- benchmarks.gpu_scaling: how each layout is launched ----------------------------------------------------------
+# --- benchmarks.gpu.gpu_scaling: how each layout is launched ----------------------------------------------------------
 
 
 def test_one_gpu_is_one_standalone_torchrun_on_device_zero():
@@ -134,7 +136,7 @@ def test_one_gpu_is_one_standalone_torchrun_on_device_zero():
     assert command[:3] == [sys.executable, "-m", "torch.distributed.run"]
     assert "--standalone" in command and "--nproc_per_node=1" in command
     # The project trainers share one module, so the trainer is named on its command line
-    assert command[command.index("-m", 3) + 1:][:3] == ["benchmarks.project_trainers", "--trainer", "native"]
+    assert command[command.index("-m", 3) + 1:][:3] == ["benchmarks.gpu.project_trainers", "--trainer", "native"]
     assert env == {"CUDA_VISIBLE_DEVICES": "0"}
 
 
@@ -166,7 +168,7 @@ def test_emulated_hosts_of_several_gpus_see_their_own_gpus_first_in_order():
     assert all("--nproc_per_node=4" in command for command, _ in launches)
 
 
-# --- benchmarks.timing ------------------------------------------------------------------------------------------------
+# --- benchmarks.harness.timing ----------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("features", "width"), [(136, 64), (10, 32)])
@@ -199,7 +201,7 @@ def test_step_windows_time_the_requested_windows_after_the_warm_up():
     assert windows.total_steps == 3 + 2 * 4
 
 
-# --- benchmarks.report ------------------------------------------------------------------------------------------------
+# --- benchmarks.harness.report ----------------------------------------------------------------------------------------
 
 
 def test_write_section_replaces_only_its_own_section(tmp_path):
@@ -218,11 +220,11 @@ def test_write_section_replaces_only_its_own_section(tmp_path):
     assert text.index("<!-- first:start -->") < text.index("<!-- second:start -->")
 
 
-# --- benchmarks.data_pipeline -----------------------------------------------------------------------------------------
+# --- benchmarks.cpu.data_pipeline -------------------------------------------------------------------------------------
 
 
 def _gpu_scaling_section(doc, results: list[dict]) -> None:
-    """Writes a gpu-scaling section the way benchmarks.gpu_scaling renders it."""
+    """Writes a gpu-scaling section the way benchmarks.gpu.gpu_scaling renders it."""
     headers, rows = analyse(results, matmul_tflops=800.0)
     body = "- Machine: test GPU\n\n" + markdown_table(headers, rows)
     write_section("gpu-scaling", "GPU throughput and scaling", body, doc=doc)
@@ -318,7 +320,7 @@ def test_data_pipeline_counts_the_loaders_each_recorded_gpu_rate_needs(tmp_path)
     assert "width 8192 needs" in section and "width 64 needs" not in section
 
 
-# --- benchmarks.project_trainers: both trainers under torchrun on CPU ---------------------------------------------
+# --- benchmarks.gpu.project_trainers: both trainers under torchrun on CPU ---------------------------------------------
 
 
 @pytest.mark.slow
@@ -343,7 +345,7 @@ def _kernel(name: str, start: float, duration: float, stream: int = 7) -> dict:
 
 
 def test_the_profile_breakdown_splits_kernel_time_and_finds_exposed_communication():
-    from benchmarks.gpu_profile import breakdown
+    from benchmarks.gpu.gpu_profile import breakdown
 
     # Given 2 steps of a trace (µs): a GEMM, a ReLU, the optimizer, and an all-reduce on its own stream that overlaps
     # the GEMM of each step for 30 µs and then runs 20 µs alone
@@ -374,17 +376,17 @@ def test_the_profile_breakdown_splits_kernel_time_and_finds_exposed_communicatio
 
 
 def test_the_profile_breakdown_refuses_a_trace_without_gpu_kernels():
-    from benchmarks.gpu_profile import breakdown
+    from benchmarks.gpu.gpu_profile import breakdown
 
     with pytest.raises(SystemExit, match="no GPU kernels"):
         breakdown({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 5}]}, steps=1)
 
 
-# --- benchmarks.time_to_model --------------------------------------------------------------------------------------
+# --- benchmarks.ranking.time_to_model ---------------------------------------------------------------------------------
 
 
 def test_time_to_model_splits_a_run_into_phases_that_add_up_to_its_wall():
-    from benchmarks.time_to_model import PHASES, project_events
+    from benchmarks.ranking.time_to_model import PHASES, project_events
 
     # Given an entry point's log as it arrives (seconds since launch, line), with an ingest line per channel
     lines = [(4.0, "ingest: /data/rank.train: 10 queries, 80 documents x 12 features from 0.1 MB of text (50 MB/s) "
@@ -397,7 +399,7 @@ def test_time_to_model_splits_a_run_into_phases_that_add_up_to_its_wall():
              (10.0, "<exit>")]
     # When its events are read
     events, ndcg = project_events(lines)
-    from benchmarks.time_to_model import Run
+    from benchmarks.ranking.time_to_model import Run
 
     phases = Run("native", 1, events, ndcg).phases()
     # Then ingest starts where the first ingest line says it began, and the phases are the gaps between events
@@ -408,7 +410,7 @@ def test_time_to_model_splits_a_run_into_phases_that_add_up_to_its_wall():
 
 
 def test_the_second_gpu_pays_for_itself_from_fixed_cost_over_saving_per_epoch():
-    from benchmarks.time_to_model import Run, payoff_statement
+    from benchmarks.ranking.time_to_model import Run, payoff_statement
 
     def run(gpus: int, training: float, wall: float) -> Run:
         events = {"ingest start": 1.0, "ingest end": 2.0, "training start": 3.0, "training end": 3.0 + training,
@@ -423,7 +425,7 @@ def test_the_second_gpu_pays_for_itself_from_fixed_cost_over_saving_per_epoch():
 
 @pytest.mark.slow
 def test_time_to_model_at_a_tiny_size_on_cpu_writes_its_section(tmp_path):
-    from benchmarks import time_to_model
+    from benchmarks.ranking import time_to_model
 
     # When the native entry point and the plain script run on one CPU process at a tiny size
     doc = tmp_path / "benchmarks.md"

@@ -1,12 +1,12 @@
-"""Smoke tests of benchmarks.data_parallel_library: the arithmetic behind its tables, how it plans its launches, and
+"""Smoke tests of benchmarks.gpu.data_parallel_library: the arithmetic behind its tables, how it plans its launches, and
 a run on two gloo ranks at a tiny size, end to end."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks import data_parallel_library as library
-from benchmarks.data_parallel_library import VARIANTS, Launch, analyse, decisions, plan_launches
+from benchmarks.gpu import data_parallel_library as library
+from benchmarks.gpu.data_parallel_library import VARIANTS, Launch, analyse, decisions, plan_launches
 
 WIDTH = 1024
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.lightning_vs_native import LIGHTNING, NATIVE, NATIVE_EAGER, NATIVE_EAGER_DDP, analyse
+from benchmarks.gpu.lightning_vs_native import LIGHTNING, NATIVE, NATIVE_EAGER, NATIVE_EAGER_DDP, analyse
 
 
 def _result(variant: str, samples_per_second: float) -> dict:

@@ -8,10 +8,10 @@ import os
 
 import numpy as np
 import pytest
-from benchmarks import ranking_quality
+from benchmarks.ranking import ranking_quality
 from benchmarks.baselines.lightgbm_lambdarank import QueryNdcg
-from benchmarks.models import SHIPPED_MODEL, model_line
-from benchmarks.time_to_model import Run, held_out_ndcg_at_10, run_lightgbm, validation_curve
+from benchmarks.harness.models import SHIPPED_MODEL, model_line
+from benchmarks.ranking.time_to_model import Run, held_out_ndcg_at_10, run_lightgbm, validation_curve
 from ranker.config import DataConfig, TrainConfig
 from ranker.data.channels import read_letor_file, split_queries
 
@@ -93,7 +93,7 @@ def test_lightgbm_validation_ndcg_is_the_entry_points_metric():
 @pytest.fixture(scope="module")
 def lightgbm_peer():
     pytest.importorskip("lightgbm", reason="the benchmark-only peer: pip install -r "
-                                           "benchmarks/requirements-ranking-quality.txt")
+                                           "benchmarks/ranking/requirements-ranking-quality.txt")
 
 
 def test_lightgbm_stops_a_patience_after_its_best_validation_round_and_exports_that_round(lightgbm_peer, tmp_path,

@@ -21,6 +21,16 @@ from typing import Any
 SMDDP_DISTRIBUTIONS = ("pytorchddp", "smdistributed")
 DISTRIBUTIONS = ("none", "torch_distributed", *SMDDP_DISTRIBUTIONS)
 
+# How the container starts the entry point: the image's SageMaker training toolkit (`sagemaker_program`, as SDK v2's
+# `PyTorch` estimator sends it) or the drivers SDK v3's `ModelTrainer` ships in its `sm_drivers` channel.
+TOOLKIT_LAUNCH, MODEL_TRAINER_LAUNCH = "toolkit", "model_trainer"
+LAUNCHES = (TOOLKIT_LAUNCH, MODEL_TRAINER_LAUNCH)
+# ModelTrainer's driver for each distribution the launch runs: `distributed=None` (its basic script driver) and
+# `Torchrun()`. SDK v3 has no SMDDP, and its `MPI()` driver passes the per-host process count as mpirun's -np, so on
+# several hosts only the first host's ranks would start: the MPI distributions stay with the toolkit.
+MODEL_TRAINER_DRIVERS = {"none": "basic", "torch_distributed": "torchrun"}
+MODEL_TRAINER_DISTRIBUTIONS = tuple(MODEL_TRAINER_DRIVERS)
+
 # The SDK's SMDDP instance list without ml.p3.16xlarge: AWS dropped SMDDP on it. The SDK refuses p5 unless torchrun
 # launches SMDDP, which the pipeline does not do.
 SMDDP_INSTANCE_TYPES = ("ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p3dn.24xlarge")
@@ -135,6 +145,35 @@ def framework_errors(framework_version: str, python_version: str) -> list[str]:
         return [f"python_version={python_version!r} does not match the PyTorch {framework_version} container, which "
                 f"has {profile.python_version}: use {profile.python_version!r} (or leave python_version unset)"]
     return []
+
+
+def model_trainer_scripts(files: Collection[str]) -> list[str]:
+    """The scripts of a source folder (`files`: paths inside it) that the `model_trainer` launch can start: the
+    Python files at its top, for each of which synthesis writes ModelTrainer's `sourcecode.json`."""
+    return sorted(name for name in files if "/" not in name and name.endswith(".py"))
+
+
+def launch_errors(*, launch: str, distribution: str, entry_point: str, files: Collection[str],
+                  where: str = "launch") -> list[str]:
+    """Why `launch` cannot start `entry_point` (a path among `files`, the source folder's) under `distribution`;
+    empty when it can. Synthesis applies it to the stack's defaults, the trigger to every job (`where` names the
+    field as the caller's user wrote it)."""
+    if launch not in LAUNCHES:
+        return [f"{where}={launch!r} is not one of {list(LAUNCHES)}: {TOOLKIT_LAUNCH!r} (the image's training "
+                f"toolkit) or {MODEL_TRAINER_LAUNCH!r} (SageMaker Python SDK v3's ModelTrainer drivers)"]
+    if launch != MODEL_TRAINER_LAUNCH:
+        return []
+    errors = []
+    if distribution not in MODEL_TRAINER_DISTRIBUTIONS:
+        errors.append(f"{where}={launch!r} runs distribution {' or '.join(map(repr, MODEL_TRAINER_DISTRIBUTIONS))}, "
+                      f"not distribution={distribution!r}: SDK v3 has no SMDDP and its MPI driver starts only the "
+                      f"first host's processes on several hosts; use {where} {TOOLKIT_LAUNCH!r}, or distribution "
+                      f"'torch_distributed'")
+    scripts = model_trainer_scripts(files)
+    if entry_point not in scripts:
+        errors.append(f"{where}={launch!r} starts a Python script at the top of source_dir, not "
+                      f"entry_point={entry_point!r}: use one of {scripts}, or {where} {TOOLKIT_LAUNCH!r}")
+    return errors
 
 
 def distribution_errors(*, distribution: str, instance_type: str, framework_version: str,

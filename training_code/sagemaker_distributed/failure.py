@@ -3,7 +3,7 @@
 
 SageMaker reports that file's content as the job's FailureReason; the training toolkit writes its own generic text
 there only when the file does not exist yet. Without it a user reading DescribeTrainingJob gets the tail of a
-traceback instead of `ValueError: .../rank.train:5: NaN or infinite value; fix or drop that row`. A collective that
+traceback instead of `DataError: .../rank.train:5: NaN or infinite value; fix or drop that row`. A collective that
 timed out is reported with the host and rank that gave up and the ranks that never arrived
 (sagemaker_distributed.collective_timeout).
 """

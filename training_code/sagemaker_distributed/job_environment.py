@@ -65,7 +65,9 @@ class OwnedNames:
 OWNED_NAMES = (
     OwnedNames(("SM_*",), "the SageMaker training toolkit",
                "it writes SM_HOSTS, SM_CHANNEL_<NAME>, SM_HPS, SM_MODEL_DIR and the rest from the job's own "
-               "configuration over any value given, and reads others the AWS images set (SM_DLC_TORCH_VERSION)"),
+               "configuration over any value given, and reads others the AWS images set (SM_DLC_TORCH_VERSION); "
+               "under launch model_trainer, SDK v3 ModelTrainer's drivers write theirs the same way "
+               "(sagemaker-train's container_drivers/scripts/environment.py)"),
     OwnedNames(("SAGEMAKER_*",), "SageMaker and its training toolkit",
                "SAGEMAKER_TRAINING_MODULE starts the toolkit in the AWS images, SAGEMAKER_BASE_DIR moves /opt/ml, "
                "and the toolkit writes SAGEMAKER_JOB_NAME and SAGEMAKER_REGION from the trigger's sagemaker_* "
@@ -91,7 +93,8 @@ OWNED_NAMES = (
                "the toolkit's torchrun launcher",
                "before it starts torchrun it sets NCCL_SOCKET_IFNAME to the instance's network interface and "
                "NCCL_PROTO=simple, and on EFA instances FI_PROVIDER=efa, FI_EFA_USE_DEVICE_RDMA=1 and "
-               "RDMAV_FORK_SAFE=1, over any value given",
+               "RDMAV_FORK_SAFE=1, over any value given; ModelTrainer's torchrun driver (launch model_trainer) sets "
+               "the same ones (torchrun_driver.py, setup_env)",
                distributions=("torch_distributed",)),
     OwnedNames(("NCCL_SOCKET_IFNAME", "NCCL_DEBUG", "NCCL_PROTO", "FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA",
                 "RDMAV_FORK_SAFE", "SMDATAPARALLEL_*"),

@@ -1,6 +1,7 @@
 """Where a training script reads and writes, inside a SageMaker job and outside one, and what SageMaker put there.
 
-Inside a job the training toolkit sets `SM_*` variables for every folder SageMaker uploads or syncs; outside one
+Inside a job the training toolkit (or, under the `model_trainer` launch, SDK v3 ModelTrainer's drivers) sets `SM_*`
+variables for every folder SageMaker uploads or syncs; outside one
 (a laptop, CI, a plain `torchrun`) every default is a folder of this run's own, so two runs never share state by
 accident. Standard library only: configuration code may read it without torch.
 """
@@ -19,7 +20,8 @@ SHARDED_BY_S3_KEY = "ShardedByS3Key"
 
 
 def in_training_job(env: Mapping[str, str] = os.environ) -> bool:
-    """Whether the SageMaker training toolkit started this process (it sets SM_TRAINING_ENV and SM_MODEL_DIR)."""
+    """Whether SageMaker started this process: its training toolkit, or SDK v3 ModelTrainer's drivers (launch
+    `model_trainer`); both set SM_TRAINING_ENV and SM_MODEL_DIR."""
     return "SM_TRAINING_ENV" in env or "SM_MODEL_DIR" in env
 
 

@@ -1,7 +1,9 @@
 """Joining and leaving the job's process group, whatever launcher started the ranks, and the few collectives a
 training loop needs around its model (sums, object gathers, barriers), each a no-op in a single process.
 
-`init_process_group()` is the one call a DDP script makes in place of `torch.distributed.init_process_group(...)`.
+`init_process_group()` is the one call a DDP script makes in place of `torch.distributed.init_process_group(...)`. A
+single process joins a group of one rank, as torchrun's `--nproc-per-node 1` gives a script, so a script that wraps
+its model in `DistributedDataParallel` or splits its data with `DistributedSampler` runs unchanged on one process.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ class ProcessInfo:
 
     topology: Topology
     backend: str
-    """`smddp`, `nccl` or `gloo` (`none` in a single process)."""
+    """`smddp`, `nccl` or `gloo`."""
     device: torch.device
 
     @property
@@ -59,20 +61,23 @@ class ProcessInfo:
 def init_process_group(backend: str = "auto", *, topology: Topology | None = None,
                        device: torch.device | None = None, bind_device: bool | None = None,
                        timeout: timedelta | None = None) -> ProcessInfo:
-    """Joins the default process group of the ranks torchrun, mpirun or SageMaker started (nothing to join in a
+    """Joins the default process group of the ranks torchrun, mpirun or SageMaker started (a group of one rank in a
     single process), on `backend` (`auto`: sagemaker_distributed.backend), with this process's GPU made current.
     `bind_device`: create NCCL's communicator now, bound to the GPU (default: where this torch can). `timeout`: how
     long a collective may wait for the other ranks (default: sagemaker_distributed.collective_timeout)."""
     topology = topology or detect_topology()
     device = device or device_for(topology)
-    if topology.world_size == 1:
-        return ProcessInfo(topology, "none", device)
     backend = resolve_backend(backend, topology, device.type == "cuda")
     if device.type == "cuda":
         torch.cuda.set_device(device)
     if backend == "smddp":
         importlib.import_module(SMDDP_MODULE)  # registers the backend; smddp reads ranks from its own launcher
         dist.init_process_group(backend="smddp")
+        return ProcessInfo(topology, backend, device)
+    if topology.world_size == 1:
+        # No peer to meet: a store inside this process needs no address or port (plain `python` sets neither), and
+        # NCCL creates its communicator only if a collective runs.
+        dist.init_process_group(backend=backend, store=dist.HashStore(), rank=0, world_size=1)
         return ProcessInfo(topology, backend, device)
     warn_if_not_enforced(backend)
     export_torch_environment(topology)
@@ -102,14 +107,20 @@ def is_joined() -> bool:
     return dist.is_available() and dist.is_initialized()
 
 
+def has_peers() -> bool:
+    """Whether other ranks take part: the collectives below skip a group of one rank, which has nothing to exchange
+    (on a GPU, NCCL would build a communicator for it)."""
+    return is_joined() and dist.get_world_size() > 1
+
+
 def all_reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
-    if is_joined():
+    if has_peers():
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
     return tensor
 
 
 def all_gather_objects(value: object) -> list[object]:
-    if not is_joined():
+    if not has_peers():
         return [value]
     gathered: list[object] = [None] * dist.get_world_size()
     dist.all_gather_object(gathered, value)
@@ -117,7 +128,7 @@ def all_gather_objects(value: object) -> list[object]:
 
 
 def barrier() -> None:
-    if is_joined():
+    if has_peers():
         dist.barrier()
 
 

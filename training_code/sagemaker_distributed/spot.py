@@ -8,6 +8,8 @@ import signal
 import torch
 import torch.distributed as dist
 
+from sagemaker_distributed.process_group import has_peers
+
 
 class StopSignal:
     """Remembers a SIGTERM. `any_rank` is where the ranks agree to stop: one rank's notice stops them all at the same
@@ -27,7 +29,7 @@ class StopSignal:
     @staticmethod
     def alone() -> bool:
         """Whether no other rank takes part: nobody to agree with on a SIGTERM."""
-        return not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1
+        return not has_peers()
 
     def received_alone(self) -> bool:
         """Whether this process got SIGTERM and trains alone: it may act at any step, not only where ranks in a group

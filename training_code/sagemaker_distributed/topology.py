@@ -2,7 +2,10 @@
 
 Launchers SageMaker uses: torchrun (`torch_distributed`: RANK, WORLD_SIZE, LOCAL_RANK, ...), mpirun (`pytorchddp`,
 `smdistributed`: OMPI_COMM_WORLD_*; the master address and port come from the toolkit's environment, else the first
-of SM_HOSTS), or a plain `python` (one process).
+of SM_HOSTS), or a plain `python` (one process). Under the `model_trainer` launch SDK v3 ModelTrainer's drivers start
+the same two: its torchrun driver runs torchrun with `--nnodes`, `--node_rank` and the master `SM_MASTER_ADDR`:
+`SM_MASTER_PORT` (algo-1:7777), its basic script driver a plain `python` on each host
+(tests/training/test_model_trainer_drivers.py runs both).
 """
 
 from __future__ import annotations

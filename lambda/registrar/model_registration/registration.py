@@ -40,6 +40,8 @@ MLFLOW_METADATA_KEYS = {"resource": "mlflow-resource-arn", "experiment": "mlflow
                         "run_id": "mlflow-run-id"}
 SERVING_ENVIRONMENT = {"SAGEMAKER_PROGRAM": "inference.py", "SAGEMAKER_SUBMIT_DIRECTORY": "/opt/ml/model/code",
                        "SAGEMAKER_CONTAINER_LOG_LEVEL": "20"}
+# That handler as a member of model.tar.gz: a package whose artifact lacks it could not be served.
+SERVING_HANDLER_MEMBER = "code/" + SERVING_ENVIRONMENT["SAGEMAKER_PROGRAM"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class Registration:
     """What to send: the group (created on first use), the quality report to store, the package to create."""
 
     job_name: str
+    artifact: str  # the model.tar.gz URI, which must hold SERVING_HANDLER_MEMBER
     group_name: str
     group_description: str
     metrics: dict[str, float]
@@ -85,6 +88,7 @@ def plan_registration(description: Mapping[str, Any], tags: Mapping[str, str], s
     report_uri = artifact.removesuffix(ARTIFACT_NAME) + QUALITY_REPORT_NAME
     return Registration(
         job_name=job_name,
+        artifact=artifact,
         group_name=group_name,
         group_description=f"Ranking models trained on dataset {dataset!r} by {settings.project_prefix} jobs",
         metrics=metrics,
@@ -94,6 +98,20 @@ def plan_registration(description: Mapping[str, Any], tags: Mapping[str, str], s
                                               dataset=dataset, version=version, serving=settings.serving,
                                               tuning=tuning),
     )
+
+
+def unservable_reason(artifact: str) -> str:
+    """Why a job whose artifact lacks the serving handler is not registered, and what makes its model servable."""
+    return (f"{artifact} holds no {SERVING_HANDLER_MEMBER}, the handler (model_fn, input_fn, predict_fn, output_fn) that "
+            f"the package's PyTorch inference container imports (SAGEMAKER_PROGRAM="
+            f"{SERVING_ENVIRONMENT['SAGEMAKER_PROGRAM']}), so the model could not be served: have the training script "
+            f"write its handler to $SM_MODEL_DIR/{SERVING_HANDLER_MEMBER} (docs/bring-your-own.md, Serving your model)")
+
+
+def unchecked_handler_note(artifact: str) -> str:
+    """Said of a model registered before its archive could be read to the end in the function's time."""
+    return (f"{artifact} was too large to read for {SERVING_HANDLER_MEMBER} before the function's timeout: registered "
+            f"unchecked; a version without the handler cannot be served (docs/model-registry.md)")
 
 
 def quality_metrics(description: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, float]:

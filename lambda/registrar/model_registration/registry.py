@@ -1,8 +1,11 @@
-"""The registrar's AWS calls: the training job, its tags, the Model Registry, the quality report, the topic."""
+"""The registrar's AWS calls: the training job, its tags, the model artifact's members, the Model Registry, the
+quality report, the topic."""
 
 from __future__ import annotations
 
 import json
+import tarfile
+import time
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -55,8 +58,22 @@ class Registry:
             if not _is_validation_error(error, _EXISTING_GROUP):
                 raise
 
+    def archive_holds(self, uri: str, member: str, read_until: float) -> bool | None:
+        """Whether the gzipped tar archive at `uri` (a model.tar.gz) has `member`: the archive is read as a stream up
+        to that member, or to its end when it lacks it, and never held whole in memory. None when `read_until` (a
+        time.monotonic() deadline) passes first: an archive of many gigabytes can outlast the invocation."""
+        bucket, key = _bucket_and_key(uri)
+        body = self._s3.get_object(Bucket=bucket, Key=key)["Body"]
+        try:
+            with tarfile.open(fileobj=_ReadUntil(body, read_until), mode="r|gz") as archive:
+                return any(entry.name.removeprefix("./") == member for entry in archive)
+        except _DeadlinePassed:
+            return None
+        finally:
+            body.close()
+
     def put_json(self, uri: str, document: dict[str, Any]) -> None:
-        bucket, _, key = uri.removeprefix("s3://").partition("/")
+        bucket, key = _bucket_and_key(uri)
         self._s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(document, indent=2).encode(),
                             ContentType="application/json")
 
@@ -66,6 +83,27 @@ class Registry:
     def notify(self, topic_arn: str, subject: str, message: dict[str, Any]) -> None:
         self._sns.publish(TopicArn=topic_arn, Subject=subject[:SUBJECT_LIMIT],
                           Message=json.dumps(message, indent=2, default=str))
+
+
+class _DeadlinePassed(Exception):
+    pass
+
+
+class _ReadUntil:
+    """A stream that stops being read at a deadline, checked at each read (tarfile reads in blocks of 10 KiB)."""
+
+    def __init__(self, stream: Any, deadline: float) -> None:
+        self._stream, self._deadline = stream, deadline
+
+    def read(self, size: int = -1) -> bytes:
+        if time.monotonic() >= self._deadline:
+            raise _DeadlinePassed
+        return self._stream.read(size)
+
+
+def _bucket_and_key(uri: str) -> tuple[str, str]:
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    return bucket, key
 
 
 def _is_validation_error(error: ClientError, message_part: str) -> bool:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from training_trigger.errors import InvalidInput
-from training_trigger.container_profiles import DISTRIBUTIONS
+from training_trigger.container_profiles import DISTRIBUTIONS, LAUNCHES
 from training_trigger.job_environment import environment_type_errors
 from training_trigger.limits import (
     ceiling_errors,
@@ -30,8 +30,8 @@ RESERVED_HYPERPARAMETER_PREFIX = "sagemaker_"
 # The tags the trigger adds to every job it starts (provenance), which overrides may neither repeat nor crowd out.
 TRIGGER_TAG_KEYS = ("trigger-source", "dataset", "dataset-version", "marker-etag")
 OVERRIDE_FIELDS = ("entry_point", "distribution", "instance_type", "instance_count", "hyperparameters", "spot",
-                   "max_runtime", "tags", "tensorboard", "environment", "train_data_distribution", "infra_check",
-                   "mlflow_experiment_name")
+                   "max_runtime", "tags", "tensorboard", "environment", "train_data_distribution", "launch",
+                   "infra_check", "mlflow_experiment_name")
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,10 @@ class JobOverrides:
     """How SageMaker spreads the `train` channel's objects over the instances: `FullyReplicated` (every instance
     downloads all of them) or `ShardedByS3Key` (each instance about 1/N of the objects); `validation` and `test`
     are always replicated; default: the stack's `train_data_distribution`."""
+    launch: str | None = None
+    """How the container starts `entry_point`: `toolkit` (the image's SageMaker training toolkit, as SDK v2's
+    `PyTorch` estimator) or `model_trainer` (SDK v3's `ModelTrainer` drivers; distributions `none` and
+    `torch_distributed` only; docs/trigger.md, Launch); default: the stack's `launch`."""
     infra_check: bool | None = None
     """Run SageMaker's cluster health check (instance hardware and the network between instances) before the job's
     code (`InfraCheckConfig`; docs/reliability.md); default: the stack's `infra_check` (jobs of two or more
@@ -96,6 +100,7 @@ class JobOverrides:
             tensorboard=pick("tensorboard"),
             environment={**self.environment, **later.environment},
             train_data_distribution=pick("train_data_distribution"),
+            launch=pick("launch"),
             infra_check=pick("infra_check"),
             mlflow_experiment_name=pick("mlflow_experiment_name"),
         )
@@ -196,6 +201,7 @@ def parse_overrides(payload: Mapping[str, Any], where: str, settings: Settings) 
         tensorboard=boolean("tensorboard"),
         environment=dict(environment) if isinstance(environment, Mapping) else {},
         train_data_distribution=choice("train_data_distribution", s3_data_distributions()),
+        launch=choice("launch", LAUNCHES),
         infra_check=boolean("infra_check"),
         mlflow_experiment_name=experiment_name(),
     )

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Protocol
 
 from training_trigger import experiment_tracking, health_check
+from training_trigger.container_profiles import TOOLKIT_LAUNCH
 from training_trigger.datasets import DatasetVersion
 from training_trigger.errors import InvalidInput
 from training_trigger.events import TriggerRequest
@@ -70,6 +71,8 @@ class TrainingJobSpec:
     """The `train` channel's S3DataDistributionType; every other channel is replicated."""
     tuning: TuningJob | None = None
     """With a `tuning` section: a tuning job named `job_name` whose trials are this job (tuning_request.py)."""
+    launch: str = TOOLKIT_LAUNCH
+    """How the container starts the entry point (container_profiles.LAUNCHES; docs/trigger.md, Launch)."""
     infra_check: bool = False
     """Run SageMaker's cluster health check first (InfraCheckConfig; health_check.py)."""
     mlflow: experiment_tracking.MlflowRun | None = None
@@ -94,6 +97,7 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
         hyperparameters=dict(settings.default_hyperparameters), spot=settings.use_spot,
         max_runtime=settings.max_runtime_seconds, tensorboard=settings.tensorboard,
         environment=dict(settings.default_environment), train_data_distribution=settings.train_data_distribution,
+        launch=settings.default_launch,
     )
     manifest = catalog.manifest(found) if found is not None else {}
     overrides = defaults.then(_manifest_overrides(found, manifest, catalog, settings)).then(request.overrides)
@@ -125,7 +129,7 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
         max_runtime=overrides.max_runtime, tags={**overrides.tags, **_provenance_tags(request, found)},
         dry_run=request.dry_run, tensorboard=bool(overrides.tensorboard),
         environment={**overrides.environment, **(mlflow.environment() if mlflow else {})},
-        train_data_distribution=overrides.train_data_distribution, tuning=tuning,
+        train_data_distribution=overrides.train_data_distribution, tuning=tuning, launch=overrides.launch,
         infra_check=(health_check.runs_health_check(settings.infra_check, overrides.instance_count)
                      if overrides.infra_check is None else overrides.infra_check),
         mlflow=mlflow,

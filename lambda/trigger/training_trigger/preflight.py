@@ -25,6 +25,7 @@ from training_trigger.limits import (
     tag_errors,
     training_environment_limits,
 )
+from training_trigger.model_trainer_request import launch_request_errors
 from training_trigger.planning import TrainingJobSpec
 from training_trigger.settings import Settings
 from training_trigger.tuning_guards import tuning_errors
@@ -39,6 +40,7 @@ MAX_RETRY_ATTEMPTS = 30
 def preflight_errors(request: dict[str, Any], spec: TrainingJobSpec, settings: Settings) -> list[str]:
     return (service_model_errors(request) + service_limit_errors(request, skip=_NAMED_MEMBERS)
             + _naming_errors(request, settings) + _distribution_errors(spec, settings) + _resource_errors(spec, settings)
+            + launch_request_errors(spec, settings)
             + environment_errors(request.get("Environment", {}), "environment", distribution=spec.distribution,
                                  limits=training_environment_limits()))
 

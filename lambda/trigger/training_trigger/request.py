@@ -67,7 +67,7 @@ def script_hyperparameters(spec: TrainingJobSpec, settings: Settings) -> dict[st
     )
 
 
-def _s3_channel(name: str, uri: str, distribution: str = FULLY_REPLICATED) -> dict[str, Any]:
+def s3_channel(name: str, uri: str, distribution: str = FULLY_REPLICATED) -> dict[str, Any]:
     return {
         "ChannelName": name,
         "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": uri,
@@ -75,13 +75,18 @@ def _s3_channel(name: str, uri: str, distribution: str = FULLY_REPLICATED) -> di
     }
 
 
-def _channels(spec: TrainingJobSpec, settings: Settings) -> list[dict[str, Any]]:
+def data_channels(spec: TrainingJobSpec) -> list[dict[str, Any]]:
     """The `train` channel spread as the job asks (a host's share, or all of it: the scripts split it by rank);
-    validation, test and the code are replicated, so every host scores and runs the same."""
-    channels = [_s3_channel(name, uri, spec.train_data_distribution if name == TRAIN_CHANNEL else FULLY_REPLICATED)
-                for name, uri in spec.channels.items()]
+    validation and test are replicated, so every host scores the same."""
+    return [s3_channel(name, uri, spec.train_data_distribution if name == TRAIN_CHANNEL else FULLY_REPLICATED)
+            for name, uri in spec.channels.items()]
+
+
+def _channels(spec: TrainingJobSpec, settings: Settings) -> list[dict[str, Any]]:
+    """The data, and the code where the container cannot fetch it itself (replicated: every host runs the same)."""
+    channels = data_channels(spec)
     if settings.enable_network_isolation:
-        channels.append(_s3_channel(CODE_CHANNEL, settings.source_bundle_uri))
+        channels.append(s3_channel(CODE_CHANNEL, settings.source_bundle_uri))
     return channels
 
 
@@ -135,24 +140,31 @@ def training_job_definition(spec: TrainingJobSpec, settings: Settings) -> dict[s
     return definition
 
 
+def training_job_only_fields(spec: TrainingJobSpec, settings: Settings) -> dict[str, Any]:
+    """What a training job has beside its definition, whichever launch starts it: its name, tags, TensorBoard
+    upload, cluster health check and MLflow run (the last three have no place in a tuning job's training definition:
+    botocore's HyperParameterTrainingJobDefinition)."""
+    fields: dict[str, Any] = {"TrainingJobName": spec.job_name,
+                              "Tags": [{"Key": key, "Value": value} for key, value in spec.tags.items()]}
+    if spec.tensorboard:
+        # Beside the job's model artifacts ({output}/{job}/output/model.tar.gz), which the execution role may write.
+        fields["TensorBoardOutputConfig"] = {
+            "S3OutputPath": f"{settings.output_s3_uri.rstrip('/')}/{spec.job_name}/tensorboard/",
+            "LocalPath": TENSORBOARD_LOCAL_PATH}
+    if spec.infra_check:
+        fields["InfraCheckConfig"] = health_check.request_config()
+    if spec.mlflow is not None:
+        fields["MlflowConfig"] = spec.mlflow.request_config()
+    return fields
+
+
 def build_training_job_request(spec: TrainingJobSpec, settings: Settings) -> dict[str, Any]:
-    """The keyword arguments of `sagemaker.create_training_job(**request)`."""
+    """The keyword arguments of `sagemaker.create_training_job(**request)` for the `toolkit` launch."""
     definition = training_job_definition(spec, settings)
-    request: dict[str, Any] = {
-        "TrainingJobName": spec.job_name,
+    return {
+        "TrainingJobName": spec.job_name,  # first, as the SDK and the API reference list it
         "HyperParameters": script_hyperparameters(spec, settings),
         **definition,
         "AlgorithmSpecification": {**definition["AlgorithmSpecification"], "EnableSageMakerMetricsTimeSeries": True},
-        "Tags": [{"Key": key, "Value": value} for key, value in spec.tags.items()],
+        **training_job_only_fields(spec, settings),
     }
-    if spec.tensorboard:
-        # Beside the job's model artifacts ({output}/{job}/output/model.tar.gz), which the execution role may write.
-        request["TensorBoardOutputConfig"] = {
-            "S3OutputPath": f"{settings.output_s3_uri.rstrip('/')}/{spec.job_name}/tensorboard/",
-            "LocalPath": TENSORBOARD_LOCAL_PATH}
-    # Neither has a place in a tuning job's training definition (botocore's HyperParameterTrainingJobDefinition).
-    if spec.infra_check:
-        request["InfraCheckConfig"] = health_check.request_config()
-    if spec.mlflow is not None:
-        request["MlflowConfig"] = spec.mlflow.request_config()
-    return request

@@ -15,7 +15,7 @@ from training_trigger.notifications import publish_rejection
 from training_trigger.observability import DUPLICATE_EVENTS, JOBS_REJECTED, JOBS_STARTED, count, logger
 from training_trigger.planning import TrainingJobSpec, plan_training_job
 from training_trigger.preflight import preflight_errors, tuning_preflight_errors
-from training_trigger.request import build_training_job_request
+from training_trigger.model_trainer_request import training_job_request
 from training_trigger.settings import Settings, load_settings
 from training_trigger.submission import submit_training_job, submit_tuning_job
 from training_trigger.tuning_request import build_tuning_job_request
@@ -64,7 +64,7 @@ def _handle_request(request: TriggerRequest, event: Mapping[str, Any], settings:
 def _checked_request(spec: TrainingJobSpec, settings: Settings) -> tuple[dict[str, Any], list[str], Callable]:
     """The request, what refuses it, and the call that sends it: a training job, or a tuning job whose trials are
     that training job."""
-    training = build_training_job_request(spec, settings)
+    training = training_job_request(spec, settings)
     if spec.tuning is None:
         return training, preflight_errors(training, spec, settings), submit_training_job
     tuning = build_tuning_job_request(spec, settings)

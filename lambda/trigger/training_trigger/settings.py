@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from training_trigger import experiment_tracking, health_check
-from training_trigger.container_profiles import DISTRIBUTIONS
+from training_trigger.container_profiles import DISTRIBUTIONS, LAUNCHES
 from training_trigger.job_environment import environment_type_errors
 from training_trigger.limits import api_shape, s3_data_distributions
 
@@ -50,6 +50,7 @@ class Settings:
     checkpoint_s3_uri: str
     default_entry_point: str
     default_distribution: str
+    default_launch: str
     default_instance_type: str
     default_instance_count: int
     max_instance_count: int  # cost ceiling: no job may ask for more instances
@@ -87,6 +88,10 @@ class Settings:
     max_tuning_instance_hours: int
     mlflow_resource_arn: str  # the managed MLflow every job logs to ("": no tracking; experiment_tracking.py)
     infra_check: str  # which jobs run SageMaker's cluster health check (health_check.MODES)
+    # The `model_trainer` launch's files, which synthesis deploys to the artifacts bucket (stacks/model_trainer_files.py):
+    # {"prefix": key prefix, "container_entrypoint": [...], "container_arguments": [...]}, the last two as the pinned
+    # SDK v3 sends them.
+    model_trainer: Mapping[str, Any]
 
 
 class _EnvironmentReader:
@@ -222,6 +227,7 @@ def settings_from(environ: Mapping[str, str], static: Mapping[str, Any], static_
         python_version=read.text("python_version"),
         default_entry_point=default_entry_point,
         default_distribution=read.text("default_distribution", choices=DISTRIBUTIONS),
+        default_launch=read.text("default_launch", choices=LAUNCHES),
         default_instance_type=read.text("default_instance_type"),
         default_instance_count=default_instance_count,
         max_instance_count=max_instance_count,
@@ -256,6 +262,7 @@ def settings_from(environ: Mapping[str, str], static: Mapping[str, Any], static_
         max_tuning_instance_hours=read.integer("max_tuning_instance_hours", minimum=1),
         mlflow_resource_arn=read.text("mlflow_resource_arn"),
         infra_check=read.text("infra_check", choices=health_check.MODES),
+        model_trainer=read.mapping("model_trainer"),
     )
     if settings.mlflow_resource_arn and region:
         errors += [f"{static_name}: {error}; synthesize and deploy the stack again" for error in
@@ -267,6 +274,12 @@ def settings_from(environ: Mapping[str, str], static: Mapping[str, Any], static_
                       f"training code's flag definitions in training_flags: synthesize and deploy the stack again")
     errors += [f"{static_name}: {error}: synthesize and deploy the stack again"
                for error in environment_type_errors(settings.default_environment, "default_environment")]
+    model_trainer = settings.model_trainer
+    if not (isinstance(model_trainer.get("prefix"), str) and all(
+            isinstance(model_trainer.get(name), list) and all(isinstance(item, str) for item in model_trainer[name])
+            for name in ("container_entrypoint", "container_arguments"))):
+        errors.append(f"{static_name}: model_trainer={dict(model_trainer)!r} lacks the launch's files (prefix, "
+                      f"container_entrypoint, container_arguments): synthesize and deploy the stack again")
     if bool(settings.subnet_ids) != bool(settings.security_group_ids):
         errors.append(f"{static_name}: subnet_ids and security_group_ids must be both set (VPC) or both empty "
                       f"(no VPC)")

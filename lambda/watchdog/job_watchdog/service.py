@@ -25,13 +25,11 @@ from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
 from job_watchdog.jobs_and_logs import JobsAndLogs
+from job_watchdog.metric_names import JOBS_CHECKED, JOBS_UNCHECKED, STALLED_JOBS_STOPPED
 from job_watchdog.observability import logger, metrics
 from job_watchdog.settings import Settings, load_settings
 from job_watchdog.stall import assess, last_lines, training_since
 
-JOBS_CHECKED = "TrainingJobsChecked"
-STALLED_JOBS_STOPPED = "StalledJobsStopped"
-JOBS_UNCHECKED = "TrainingJobsUnchecked"  # stacks/job_watchdog.py alarms on it (UNCHECKED_JOBS_METRIC)
 # No check starts with less time left before the function's timeout: one SageMaker call still throttled after its
 # six attempts waits up to 31 s between them (aws_clients.SAGEMAKER_RETRIES), and a check makes several calls.
 RESERVE_SECONDS = 40

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import os
+import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "model-registration")
@@ -20,6 +23,9 @@ from stubbed_clients import published, stubbed  # noqa: E402
 
 JOB = "ranker-web-search-2026-11-01-2fc0bef5c3"
 JOB_ARN = f"arn:aws:sagemaker:eu-west-1:123456789012:training-job/{JOB}"
+ARTIFACT = f"s3://ranker-artifacts/models/{JOB}/output/model.tar.gz"
+# What the project's entry points leave in model.tar.gz, in part: the weights and the serving handler beside them.
+SERVABLE_MODEL = ("model.safetensors", "model_config.json", "code/inference.py", "code/ranker/__init__.py")
 
 
 @dataclass
@@ -36,6 +42,19 @@ class Stubs:
         self.sagemaker.add_response("describe_training_job", load("describe_training_job.json"),
                                     {"TrainingJobName": JOB})
         self.sagemaker.add_response("list_tags", load("training_job_tags.json"), {"ResourceArn": JOB_ARN})
+
+    def artifact_holds(self, uri: str, members: tuple[str, ...]) -> None:
+        """GetObject answers for the model.tar.gz at `uri` with a real gzipped tar of these members."""
+        archive = io.BytesIO()
+        with tarfile.open(fileobj=archive, mode="w:gz") as tar:
+            for name in members:
+                info = tarfile.TarInfo(name)
+                info.size = len(name)
+                tar.addfile(info, io.BytesIO(name.encode()))
+        body = archive.getvalue()
+        bucket, _, key = uri.removeprefix("s3://").partition("/")
+        self.s3.add_response("get_object", {"Body": StreamingBody(io.BytesIO(body), len(body)),
+                                            "ContentLength": len(body)}, {"Bucket": bucket, "Key": key})
 
     def published(self) -> list[dict]:
         """Every SNS message, read off the client's own hook."""

@@ -10,6 +10,7 @@ from botocore.stub import ANY
 from model_registration import service
 from model_registration.settings import settings_from_environ
 
+from registrar.conftest import SERVABLE_MODEL
 from registrar.samples import TOPIC_ARN, load, stack_environ
 from registrar.test_service import GROUP, PACKAGE_ARN
 
@@ -27,6 +28,7 @@ def test_a_completed_tuning_job_registers_its_best_trial_with_the_objective_besi
     stubs.sagemaker.add_response("describe_training_job", load("describe_tuning_trial.json"),
                                  {"TrainingJobName": BEST})
     stubs.sagemaker.add_response("list_tags", load("training_job_tags.json"), {"ResourceArn": BEST_ARN})
+    stubs.artifact_holds(f"s3://ranker-artifacts/models/{BEST}/output/model.tar.gz", SERVABLE_MODEL)
     stubs.sagemaker.add_response("describe_model_package_group", {
         "ModelPackageGroupName": GROUP, "ModelPackageGroupArn": f"arn:{GROUP}", "CreationTime": "2026-10-01T00:00:00Z",
         "CreatedBy": {}, "ModelPackageGroupStatus": "Completed"}, {"ModelPackageGroupName": GROUP})

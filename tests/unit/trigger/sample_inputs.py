@@ -22,6 +22,13 @@ TOPIC_ARN = "arn:aws:sns:eu-west-1:123456789012:ranker-training-rejections"
 BUNDLE_FILES = ("requirements.txt", "train_ddp.py", "train_lightning.py", "ranker/__init__.py", "ranker/config.py",
                 "sagemaker_distributed/__init__.py")
 STATIC_SETTINGS_NAME = "stack_settings.json"
+# The model_trainer launch's files as synthesis describes them (stacks/model_trainer_files.py), for the bundle above.
+MODEL_TRAINER_FILES = {
+    "prefix": "model-trainer/5e2b0c8f9d1a4e7b6c3f2a1d0e9b8c7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c/",
+    "container_entrypoint": ["/bin/bash"],
+    "container_arguments": ["-c", "chmod +x /opt/ml/input/data/sm_drivers/sm_train.sh && "
+                                  "/opt/ml/input/data/sm_drivers/sm_train.sh"],
+}
 
 
 def stack_environ(**changes: str) -> dict[str, str]:
@@ -56,6 +63,7 @@ def stack_static_settings(**changes: Any) -> dict[str, Any]:
         "python_version": "py310",
         "default_entry_point": "train_lightning.py",
         "default_distribution": "pytorchddp",
+        "default_launch": "toolkit",
         "default_instance_type": "ml.p4d.24xlarge",
         "default_instance_count": 1,
         "max_instance_count": 4,
@@ -89,6 +97,7 @@ def stack_static_settings(**changes: Any) -> dict[str, Any]:
         "max_tuning_instance_hours": 960,
         "mlflow_resource_arn": "",
         "infra_check": "multi_instance",
+        "model_trainer": MODEL_TRAINER_FILES,
     }
     return {**static, **changes}
 

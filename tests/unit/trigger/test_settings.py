@@ -52,6 +52,9 @@ def test_empty_kms_key_means_no_kms():
         ({"training_flags": {}}, "checked_entry_points=['train_ddp.py', 'train_lightning.py'] without the training "
                                  "code's flag definitions"),
         ({"OUTPUT_S3_URI": "models/"}, "OUTPUT_S3_URI='models/' is not an S3 URI"),
+        ({"default_launch": "v3"}, "default_launch='v3' is not one of ['toolkit', 'model_trainer']"),
+        ({"model_trainer": {"prefix": "model-trainer/0a1b/"}}, "model_trainer={'prefix': 'model-trainer/0a1b/'} lacks "
+                                                               "the launch's files"),
         ({"ROLE_ARN": ""}, "ROLE_ARN is missing"),
     ],
 )

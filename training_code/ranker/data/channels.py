@@ -21,6 +21,13 @@ from ranker.data.ranking_data import RankingData, concatenate
 _LETOR_ROW = re.compile(r"^\s*[-+]?[0-9.]+(\s+qid:\S+)?(\s+[0-9]+:\S+)*\s*(#.*)?$")
 # Compressed files go to scikit-learn's reader, which opens them by these suffixes.
 _COMPRESSED = (".gz", ".bz2")
+_WHOLE_NUMBER = re.compile(r"[-+]?[0-9]+")  # what int() reads, as scikit-learn reads query ids and indices
+_ROW_FORMAT = "each line must be `label [qid:Q] index:value ...` with 1-based indices, in increasing order"
+
+
+class DataError(ValueError):
+    """A channel file the user must fix: one line naming the file, the line and what is wrong with it, which the
+    entry points print without a traceback."""
 
 
 def split_queries(data: RankingData, fraction: float, seed: int) -> tuple[RankingData, RankingData]:
@@ -45,8 +52,8 @@ def load_channel(path: Path, num_features: int | None = None, local_ranks: int =
         return loaded
     files = letor_files(path)
     if not files:
-        raise ValueError(f"channel {path}: no LETOR text files or binary shards found; point the channel at a folder "
-                         "holding rank.train (+ rank.train.query) or the output of ranker.data.convert")
+        raise DataError(f"channel {path}: no LETOR text files or binary shards found; point the channel at a folder "
+                        "holding rank.train (+ rank.train.query) or the output of ranker.data.convert")
     # A parse started ahead (`parse_ahead`) counts from its start.
     started = min([started, *filter(None, map(letor_processes.parsing_since, files))])
     loaded = host_cache.load_once(files, num_features, lambda: _read_letor_files(files, num_features)) \
@@ -82,7 +89,7 @@ def _read_letor_files(files: list[Path], num_features: int | None) -> RankingDat
 
 
 def _log_ingest(path: Path, loaded: RankingData, started: float, text_bytes: int) -> None:
-    """One line per channel and process, which benchmarks.time_to_model reads to split a job's wall time."""
+    """One line per channel and process, which benchmarks.ranking.time_to_model reads to split a job's wall time."""
     seconds = time.perf_counter() - started
     source = f"{text_bytes / 1e6:,.1f} MB of text ({text_bytes / 1e6 / max(seconds, 1e-9):,.0f} MB/s)" \
         if text_bytes else "binary shards"
@@ -118,8 +125,8 @@ def read_letor_file(path: Path, num_features: int | None = None) -> RankingData:
     grouping = query_grouping(path, rows)
     if grouping is None:
         group_file = path.with_name(path.name + ".query")
-        raise ValueError(f"{path}: no qid column and no group file {group_file.name}; add `qid:` to each row "
-                         f"or write {group_file} with one query size per line")
+        raise DataError(f"{path}: no qid column and no group file {group_file.name}; add `qid:` to each row "
+                        f"or write {group_file} with one query size per line")
     order, offsets = grouping
     labels = rows.labels.astype(np.float32)
     if order is None:  # rows already in query order: no copy of the features
@@ -137,7 +144,7 @@ def read_letor_rows(path: Path, num_features: int | None = None) -> letor_parser
     if rows is None:
         rows = _parse_with_scikit_learn(path, num_features)
     if rows.features.shape[0] == 0:
-        raise ValueError(f"{path}: no rows; the channel file is empty")
+        raise DataError(f"{path}: no rows; the channel file is empty")
     _refuse_cut_off_last_row(path)
     return rows
 
@@ -172,20 +179,21 @@ def _parse_with_scikit_learn(path: Path, num_features: int | None) -> letor_pars
         features, labels, qids = load_svmlight_file(str(path), n_features=num_features, dtype=np.float32,
                                                     query_id=True, zero_based=False)
     except ValueError as error:
-        line = _first_bad_line(path)
-        raise ValueError(f"{path}:{line}: not a LETOR row ({error}); each line must be "
-                         "`label [qid:Q] index:value ...` with 1-based indices") from error
+        bad = _first_bad_line(path)
+        if bad is None:  # nothing this module can name: scikit-learn's words are all there are
+            raise DataError(f"{path}: not LETOR text ({error}); {_ROW_FORMAT}") from error
+        raise DataError(f"{path}:{bad[0]}: not a LETOR row: {bad[1]}; {_ROW_FORMAT}") from error
     if 0 < qids.size < features.shape[0]:
-        raise ValueError(f"{path}: {qids.size} of {features.shape[0]} rows have a qid: column; give every row "
-                         "one, or none and a group file")
+        raise DataError(f"{path}: {qids.size} of {features.shape[0]} rows have a qid: column; give every row "
+                        "one, or none and a group file")
     if qids.size == 0:
         qids = None
     dense = features.toarray()
     bad_rows = np.flatnonzero(~np.isfinite(dense).all(axis=1) | ~np.isfinite(labels))
     if bad_rows.size:
         _refuse_cut_off_last_row(path)  # a cut-off file is the likelier cause: say that first
-        raise ValueError(f"{path}:{_line_of_row(path, int(bad_rows[0]))}: NaN or infinite value; "
-                         "fix or drop that row")
+        raise DataError(f"{path}:{_line_of_row(path, int(bad_rows[0]))}: NaN or infinite value; "
+                        "fix or drop that row")
     return letor_parser.ParsedRows(dense, labels, qids)
 
 
@@ -205,8 +213,8 @@ def _refuse_cut_off_last_row(path: Path) -> None:
     if not last_line.split("#", 1)[0].strip():
         return  # a final comment or blank line: no row was cut
     number = content.count(b"\n") + 1
-    raise ValueError(f"{path}:{number}: the last row has no newline, so the file looks cut short (an interrupted "
-                     "upload or copy); upload the complete file again, or end the row with a newline if it is whole")
+    raise DataError(f"{path}:{number}: the last row has no newline, so the file looks cut short (an interrupted "
+                    "upload or copy); upload the complete file again, or end the row with a newline if it is whole")
 
 
 def _groups_from_qids(qids: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
@@ -228,11 +236,11 @@ def _groups_from_file(group_file: Path, num_rows: int) -> np.ndarray:
     for number, line in enumerate(group_file.read_text().splitlines(), start=1):
         if line.strip():
             if not line.strip().isdigit() or int(line) == 0:
-                raise ValueError(f"{group_file}:{number}: query size {line.strip()!r} is not a positive integer")
+                raise DataError(f"{group_file}:{number}: query size {line.strip()!r} is not a positive integer")
             sizes.append(int(line))
     if sum(sizes) != num_rows:
-        raise ValueError(f"{group_file}: query sizes add up to {sum(sizes)} rows but the data file has {num_rows}; "
-                         "the group file must list every query of its data file, in order")
+        raise DataError(f"{group_file}: query sizes add up to {sum(sizes)} rows but the data file has {num_rows}; "
+                        "the group file must list every query of its data file, in order")
     return np.concatenate([[0], np.cumsum(sizes)])
 
 
@@ -245,11 +253,38 @@ def _data_lines(path: Path):
                 yield number, line
 
 
-def _first_bad_line(path: Path) -> int:
+def _first_bad_line(path: Path) -> tuple[int, str] | None:
+    """The number of the first line that is not a LETOR row, and what is wrong with it; None when every line is one."""
     for number, line in _data_lines(path):
-        if not _LETOR_ROW.match(line) or any(not _is_float(token.split(":", 1)[1]) for token in line.split()[1:]):
-            return number
-    return 0
+        problem = _row_problem(line)
+        if problem is not None:
+            return number, problem
+    return None
+
+
+def _row_problem(line: str) -> str | None:
+    """What keeps one data line (its comment and surrounding blanks removed) from being a LETOR row, naming the token
+    at fault, as scikit-learn's svmlight reader would refuse it; None when it is one."""
+    label, *pairs = line.split()
+    if not _is_float(label):
+        return f"the label {label!r} is not a number"
+    if pairs and pairs[0].startswith("qid:"):
+        query = pairs.pop(0)
+        if not _WHOLE_NUMBER.fullmatch(query[4:]):
+            return f"the query id {query!r} is not a whole number"
+    previous = 0
+    for pair in pairs:
+        index, colon, value = pair.partition(":")
+        if not colon:
+            return f"{pair!r} is not index:value"
+        if not _WHOLE_NUMBER.fullmatch(index) or int(index) < 1:
+            return f"the index of {pair!r} is not a whole number from 1"
+        if not _is_float(value):
+            return f"the value {value!r} of {pair!r} is not a number"
+        if int(index) <= previous:
+            return f"the index of {pair!r} comes after index {previous}"
+        previous = int(index)
+    return None
 
 
 def _line_of_row(path: Path, row: int) -> int:

@@ -10,9 +10,9 @@ What that is worth: docs/benchmarks.md, the GPU tables.
 
 The arithmetic is autocast's: bf16 operands with float32 accumulation, float32 biases and weight gradients, so the
 fused and the PyTorch embedding agree to bf16 round-off (tests/training/test_fused_embedding.py runs these kernels in
-Triton's interpreter on the CPU against the PyTorch embedding, and benchmarks.gpu_checks on a GPU). Inference, exports
-and every path ranker.gpu.fast_paths does not take keep the PyTorch modules (ranker.model.embedding), which hold the
-same parameters: the wrapper below changes how a step runs, never what the model is.
+Triton's interpreter on the CPU against the PyTorch embedding, and benchmarks.gpu.gpu_checks on a GPU). Inference,
+exports and every path ranker.gpu.fast_paths does not take keep the PyTorch modules (ranker.model.embedding), which hold
+the same parameters: the wrapper below changes how a step runs, never what the model is.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """What a SageMaker job needs from a Lightning run beyond Lightning's own callbacks: the metric lines the training
-job's `MetricDefinitions` read, a checkpoint when SageMaker stops the job, and each rank's random state in every
-checkpoint so that a resumed run draws the same dropout masks as an uninterrupted one."""
+job's `MetricDefinitions` read, a checkpoint when SageMaker stops the job, each rank's random state in every
+checkpoint so that a resumed run draws the same dropout masks as an uninterrupted one, and the model's size in one
+line."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import Any
 
 import lightning as L
 import sagemaker_distributed as distributed
+from lightning.pytorch.callbacks import ModelSummary
 from lightning.pytorch.trainer.states import TrainerFn
+from lightning.pytorch.utilities.model_summary import get_human_readable_count
 
 from ranker.data.batches import Batch
 from ranker.log_format import format_metrics
@@ -21,9 +24,9 @@ from ranker.training.meter import TrainingMeter
 class MetricLines(L.Callback):
     """Every `log_every` steps, one `name=value` line (ranker.log_format) on rank 0 with the mean training loss over
     those steps on all ranks, documents per second (both also sent to the loggers; LearningRateMonitor sends the
-    learning rate) and the learning rate; at the end of each epoch but the last, the validation metrics the module
-    logged. Each line's `epoch` counts the epochs completed, as train_ddp.py's lines do. `history` keeps every line
-    for the plots, and travels in checkpoints."""
+    learning rate) and the learning rate; at the end of each epoch, the validation metrics the module logged. Each
+    line's `epoch` counts the epochs completed, as train_ddp.py's lines do. `history` keeps every line for the plots,
+    and travels in checkpoints."""
 
     def __init__(self, log_every: int):
         self.log_every = log_every
@@ -54,9 +57,8 @@ class MetricLines(L.Callback):
         self.add_line(trainer, pl_module, {**window, "learning_rate": learning_rate})
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        # After the last epoch the entry point reports the final metrics in one line instead.
-        if (trainer.sanity_checking or trainer.state.fn != TrainerFn.FITTING
-                or trainer.global_step >= self.total_steps):
+        # The exported weights' validation after `fit` is the entry point's final line, not an epoch's.
+        if trainer.sanity_checking or trainer.state.fn != TrainerFn.FITTING:
             return
         self.add_line(trainer, pl_module, {name: float(value) for name, value in trainer.callback_metrics.items()
                                            if name.startswith("val_")})
@@ -85,6 +87,20 @@ class MetricLines(L.Callback):
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.history, self.last_train_loss = state_dict["history"], state_dict["last_train_loss"]
+
+
+class ModelSizeLine(ModelSummary):
+    """Lightning's model summary as one line on rank 0, e.g. `model: 1.4 M parameters (5.7 MB), 2.8 M FLOPs per
+    document`: the sizes a user compares between settings (`--width`, `--num-layers`), without the per-layer table
+    (17 lines in every run, the same in each trial of a tuning job). FLOPs are counted for one document (the module's
+    `example_input_array`)."""
+
+    @staticmethod
+    def summarize(summary_data: list[tuple[str, list[str]]], total_parameters: int, trainable_parameters: int,
+                  model_size: float, total_training_modes: dict[str, int], total_flops: int,
+                  **summarize_kwargs: Any) -> None:
+        print(f"model: {get_human_readable_count(total_parameters)} parameters ({model_size:.1f} MB), "
+              f"{get_human_readable_count(total_flops)} FLOPs per document", flush=True)
 
 
 class RandomStatePerRank(L.Callback):

@@ -16,6 +16,7 @@ from typing import Any
 import lightning as L
 import torch
 from lightning.pytorch.trainer.states import TrainerFn
+from sagemaker_distributed.process_group import has_peers
 from torch import nn
 from torchmetrics import MeanMetric, MetricCollection
 
@@ -52,8 +53,11 @@ def query_means(prefix: str, with_loss: bool) -> MetricCollection:
     query counts; when Lightning computes the logged metrics at the end of the loop, torchmetrics gathers every rank's
     sums (all_gather, which every backend supports, smddp included: it has no ReduceOp.AVG) and adds them up, once."""
     names = [f"{prefix}_ndcg@{k}" for k in NDCG_CUTOFFS] + ([f"{prefix}_loss"] if with_loss else [])
-    # nan_strategy="disable": no NaN check, which would read every batch's values back to the host.
-    return MetricCollection({name: MeanMetric(nan_strategy="disable") for name in names}, compute_groups=False)
+    # nan_strategy="disable": no NaN check, which would read every batch's values back to the host. A single process
+    # is in a group of one rank (sagemaker_distributed.init_process_group), which has nothing to gather: on a GPU,
+    # NCCL would build a communicator for it.
+    return MetricCollection({name: MeanMetric(nan_strategy="disable", distributed_available_fn=has_peers)
+                             for name in names}, compute_groups=False)
 
 
 class RankingModule(L.LightningModule):

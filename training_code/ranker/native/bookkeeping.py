@@ -16,7 +16,8 @@ from ranker.native.progress import Progress
 from ranker.training import checkpoint, timeline
 from ranker.training.engine import TrainingParts, learning_rate
 from ranker.training.meter import TrainingMeter
-from ranker.training.selection import SELECTION_METRIC, BestWeights, exported_weights_note
+from ranker.training.selection import (SELECTION_METRIC, BestWeights, early_stopping_note, exported_metrics_line,
+                                      exported_weights_note)
 from ranker.training.session import Session, evaluate_split, final_metrics, finish_session
 
 
@@ -93,17 +94,21 @@ class Bookkeeping:
         if self.step == self.total_steps:
             return False
         if epoch_ended and self.best.patience_spent(self.config.early_stopping):  # (not stopping: returned above)
-            self.progress.note(f"early stopping at step {self.step}: no better {SELECTION_METRIC} in "
-                               f"{self.config.early_stopping} validations")
             self.stopped_early = True
             return False
         return True
 
     def validate(self) -> None:
+        """The epoch's validation: its line, the best weights kept, the learning rate told."""
+        metrics = self.validation()
+        self.parts.scheduler.record_validation(metrics[SELECTION_METRIC])
+
+    def validation(self) -> dict[str, float]:
+        """Validates the model, keeps its weights if they are the best so far, and reports the line of the epoch."""
         metrics = evaluate_split(self.session, self.parts.model, "val", self.loss_function)
         self.best.consider(metrics, self.parts.model, self.step, self.epoch)
-        self.parts.scheduler.record_validation(metrics[SELECTION_METRIC])
         self.report({"epoch": self.epoch, "step": self.step, **metrics})
+        return metrics
 
     def report(self, metrics: dict[str, float]) -> None:
         self.session.history.append(metrics)
@@ -112,15 +117,17 @@ class Bookkeeping:
             self.run.log_metrics(metrics, metrics["step"])
 
     def finish(self) -> None:
-        """Unless stopped by SIGTERM: the last weights validated too, the best weights put back into the model, then
-        their final metrics line, metrics.json, the model and plots (rank 0)."""
+        """Unless stopped by SIGTERM: the last weights validated too (the last epoch's line), the best weights put
+        back into the model, then their final metrics line, metrics.json, the model and plots (rank 0)."""
         if self.stopped:
             return
+        if self.stopped_early:  # its validation of the last weights is logged already
+            self.progress.note(early_stopping_note(self.epoch, self.best.epoch, self.best.score,
+                                                   self.config.early_stopping))
+        else:
+            self.validation()
         self.progress.close()
         timeline.mark("trained", self.session.topology.is_main)
-        if not self.stopped_early:  # early stopping validated the last weights already
-            self.best.consider(evaluate_split(self.session, self.parts.model, "val", self.loss_function),
-                               self.parts.model, self.step, self.epoch)
         self.best.restore(self.parts.model)
         # The kept weights' validation metrics, measured when they were kept, are the final ones: not measured again.
         final = final_metrics(self.session, self.parts.model, self.loss_function,
@@ -130,4 +137,4 @@ class Bookkeeping:
         finish_session(self.session, self.parts.model, {**final, **self.best.provenance()})
         if self.run is not None:
             self.run.finish({**final, **self.best.provenance()}, self.step, self.session.config.paths.model_dir)
-        self.progress.report({"epoch": self.epoch, "step": self.step, **final})  # the log's last line
+        self.progress.note(exported_metrics_line(final))  # the log's last line

@@ -7,10 +7,13 @@ never merely the last ones, so training longer cannot export a model that is wor
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 from torch import nn
+
+from ranker.log_format import format_metrics
 
 SELECTION_METRIC = "val_ndcg@10"
 
@@ -18,6 +21,20 @@ SELECTION_METRIC = "val_ndcg@10"
 def exported_weights_note(step: int, epoch: int) -> str:
     """The log line that says where the exported weights come from (metrics.json holds the same numbers)."""
     return f"exporting the weights of step {step} (epoch {epoch}), the best {SELECTION_METRIC} on validation"
+
+
+def early_stopping_note(stopped_epoch: int, best_epoch: int, best_score: float, patience: int) -> str:
+    """The log line that says early stopping ended the run, where, and which epoch's weights the run exports."""
+    validations = "validation" if patience == 1 else "validations"
+    return (f"early stopping after epoch {stopped_epoch}: no better {SELECTION_METRIC} than epoch {best_epoch}'s "
+            f"{best_score:.6g} in {patience} {validations}; the model exported is epoch {best_epoch}'s")
+
+
+def exported_metrics_line(final_metrics: Mapping[str, float]) -> str:
+    """The log's last line: the exported weights' validation and test metrics, which SageMaker's metric definitions
+    read as the job's final values. It names no epoch or step: `exported_weights_note` says where the weights come
+    from, and the epoch lines before it keep each epoch's own metrics."""
+    return format_metrics({name: value for name, value in final_metrics.items() if name.startswith(("val_", "test_"))})
 
 
 class BestWeights:

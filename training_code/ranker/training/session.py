@@ -132,7 +132,7 @@ def entry_point_run() -> Iterator[None]:
     # not walk it again.
     collector.freeze_imports()
     try:
-        with failure_reported(usage_errors=(ConfigError,)):
+        with failure_reported(usage_errors=(ConfigError, ranking_data.DataError)):
             try:
                 with tracking.ended_on_exit():
                     yield
@@ -151,11 +151,7 @@ def run_training(train: Callable[[Session], None], argv: Sequence[str], descript
 def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] = os.environ) -> Session:
     config = parse_config(argv, env, description)
     topology = distributed.detect_topology(env)
-    device = distributed.device_for(topology)
-    backend = distributed.resolve_backend(config.train.backend, topology, device.type == "cuda")
-    path = fast_paths.choose(config.train, device.type, topology.world_size, backend)
-    if topology.is_main:
-        print(path.describe(), flush=True)
+    device, backend, path = plan_training(config, topology)
     # Before CUDA is initialised (the process group sets the device): the text parser's worker processes can then
     # start by fork, instead of each importing this entry point again (ranker.data.letor_processes).
     timeline.mark("imported", topology.is_main)
@@ -176,6 +172,17 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
                    DeviceQueries.from_data(validation, device, max_docs),
                    DeviceQueries.from_data(test, device, max_docs) if test is not None else None,
                    data.encoding_rows, shards=data.shards, validation_owned=data.validation_owned, run=run)
+
+
+def plan_training(config: RunConfig, topology: Topology) -> tuple[torch.device, str, fast_paths.TrainingPath]:
+    """This process's device, backend and training path (ranker.gpu.fast_paths). Rank 0 logs the path as the run's
+    first line, in both entry points: what runs where, and why each fast path not taken is not."""
+    device = distributed.device_for(topology)
+    backend = distributed.resolve_backend(config.train.backend, topology, device.type == "cuda")
+    path = fast_paths.choose(config.train, device.type, topology.world_size, backend)
+    if topology.is_main:
+        print(path.describe(), flush=True)
+    return device, backend, path
 
 
 def model_config_for(config: RunConfig, num_features: int) -> ModelConfig:

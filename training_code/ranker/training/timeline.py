@@ -1,6 +1,6 @@
 """Where a job's fixed cost goes: rank 0 logs `timeline: <phase> at <seconds>s`, the seconds since this process
 started (not since the entry point's first line: the interpreter's own start and the imports count too), at each
-milestone from launch to the model on disk. benchmarks.data_pipeline reads these lines into its phase table.
+milestone from launch to the model on disk. benchmarks.cpu.data_pipeline reads these lines into its phase table.
 
 This module imports nothing beyond the standard library, so marking a phase costs nothing a job would not load.
 """
