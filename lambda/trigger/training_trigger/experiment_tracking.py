@@ -27,6 +27,13 @@ EXPERIMENT_VARIABLE = "MLFLOW_EXPERIMENT_NAME"
 # The job's S3 output path, where SageMaker uploads <job>/output/model.tar.gz: the run records the model's location.
 OUTPUT_PATH_VARIABLE = "MODEL_S3_OUTPUT_PATH"
 TRACKING_VARIABLES = (TRACKING_URI_VARIABLE, EXPERIMENT_VARIABLE, OUTPUT_PATH_VARIABLE)
+# How long MLflow's client insists on a call its server does not answer. By default it retries 7 times, waiting 2, 4,
+# ... 120 s between tries, and waits up to 120 s for each answer (mlflow.environment_variables): a tracked job whose
+# server cannot be reached failed 4 minutes after its first call when the connection was refused, about 20 when nothing
+# answered, and a job failing for any other reason spent as long again ending its run. A tracked job gets tighter
+# bounds in MLflow's own variables (about 1 and 2 minutes; docs/experiment-tracking.md has the measurements), under
+# its environment, which may set its own.
+CLIENT_LIMITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "5", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
 _ARN = re.compile(r"arn:(?P<partition>[^:]+):sagemaker:(?P<region>[^:]*):(?P<account>[^:]*):(?P<type>[^/]*)/(?P<id>.*)")
 EXAMPLE_ARN = "arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/ranking"
 
@@ -49,6 +56,11 @@ class MlflowRun:
         """The variables MLflow's client reads, for every process of the job (and of a tuning job's trials)."""
         return {TRACKING_URI_VARIABLE: self.resource_arn, EXPERIMENT_VARIABLE: self.experiment_name,
                 OUTPUT_PATH_VARIABLE: self.output_s3_uri}
+
+    def job_environment(self, environment: dict[str, str]) -> dict[str, str]:
+        """The tracked job's `Environment` (a tuning job's trials' too): the job's own `environment`, over
+        CLIENT_LIMITS, under the variables above."""
+        return {**CLIENT_LIMITS, **environment, **self.environment()}
 
 
 def resource_kind(arn: str) -> str:

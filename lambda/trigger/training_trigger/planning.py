@@ -128,7 +128,7 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
         instance_count=overrides.instance_count, hyperparameters=overrides.hyperparameters, spot=overrides.spot,
         max_runtime=overrides.max_runtime, tags={**overrides.tags, **_provenance_tags(request, found)},
         dry_run=request.dry_run, tensorboard=bool(overrides.tensorboard),
-        environment={**overrides.environment, **(mlflow.environment() if mlflow else {})},
+        environment=mlflow.job_environment(overrides.environment) if mlflow else overrides.environment,
         train_data_distribution=overrides.train_data_distribution, tuning=tuning, launch=overrides.launch,
         infra_check=(health_check.runs_health_check(settings.infra_check, overrides.instance_count)
                      if overrides.infra_check is None else overrides.infra_check),

@@ -52,8 +52,8 @@ def _production_job(distribution: str):
                     hyperparameters={"epochs": 3, "loss": "listwise", "learning-rate": 0.001, "early-stopping": True})
     mlflow = MlflowRun(resource_arn=TRACKING_SERVER, experiment_name="ranker-web-search", run_name=spec.job_name,
                        output_s3_uri=settings.output_s3_uri)
-    return settings, replace(spec, mlflow=mlflow, environment={
-        "NCCL_DEBUG": "INFO", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", **mlflow.environment()})
+    return settings, replace(spec, mlflow=mlflow, environment=mlflow.job_environment(
+        {"NCCL_DEBUG": "INFO", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}))
 
 
 def _warm_pool_job():

@@ -56,9 +56,19 @@ def test_a_tracked_job_names_its_run_in_the_request_and_its_environment(deployed
     assert request["MlflowConfig"] == {"MlflowResourceArn": SERVER_ARN, "MlflowExperimentName": "ranker-web search",
                                        "MlflowRunName": request["TrainingJobName"]}
     # and every process gets MLflow's own variables with the same server and experiment
+    # (and bounds on how long MLflow's client insists on an unreachable server)
     assert request["Environment"] == {"MLFLOW_TRACKING_URI": SERVER_ARN, "MLFLOW_EXPERIMENT_NAME": "ranker-web search",
-                                      "MODEL_S3_OUTPUT_PATH": "s3://ranker-artifacts-example/models/"}
+                                      "MODEL_S3_OUTPUT_PATH": "s3://ranker-artifacts-example/models/",
+                                      "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "5", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
     assert service_model_errors(request) == []
+
+
+def test_a_jobs_environment_may_give_mlflows_client_more_patience(deployed, s3_stub, sagemaker_stub):
+    # Given a tracked stack / When a job's environment sets MLflow's retries itself
+    deployed(mlflow_resource_arn=SERVER_ARN)
+    environment = _dry_run(s3_stub, environment={"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "7"})["Environment"]
+    # Then its setting wins, and the other bound stays the pipeline's
+    assert (environment["MLFLOW_HTTP_REQUEST_MAX_RETRIES"], environment["MLFLOW_HTTP_REQUEST_TIMEOUT"]) == ("7", "10")
 
 
 def test_a_manifest_names_another_experiment_and_a_payload_overrides_it(deployed, s3_stub, sagemaker_stub):
@@ -144,7 +154,8 @@ def test_a_tuning_jobs_trials_log_through_the_variables_alone(deployed, s3_stub,
     definition = request["TrainingJobDefinition"]
     assert definition["Environment"] == {"MLFLOW_TRACKING_URI": SERVER_ARN,
                                          "MLFLOW_EXPERIMENT_NAME": "ranker-web search",
-                                         "MODEL_S3_OUTPUT_PATH": "s3://ranker-artifacts-example/models/"}
+                                         "MODEL_S3_OUTPUT_PATH": "s3://ranker-artifacts-example/models/",
+                                         "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "5", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
     assert "MlflowConfig" not in definition and "MlflowConfig" not in request
     assert service_model_errors(request, "CreateHyperParameterTuningJob") == []
 
