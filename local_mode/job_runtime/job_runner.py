@@ -31,7 +31,9 @@ from local_mode.container.container_environment import (
 )
 from local_mode.container.container_layout import HostFolder, host_names, input_data_config, resource_config
 from local_mode.job_runtime.job_log_streams import HostLogStreams
+from local_mode.job_runtime.mlflow_tracking import job_environment, mlflow_details
 from local_mode.container.launcher import installed_mpirun, launcher_for, plan_launches
+from local_mode.aws.mlflow_server import LocalMlflowServer
 from local_mode.aws.network import free_port
 from local_mode.container.process_group import LogSink, ProcessGroup
 from local_mode.aws.s3_transfer import download_prefix, join_s3_uri, split_s3_uri, upload_file
@@ -63,11 +65,13 @@ class FrameworkError(Exception):
     """The container's toolkit failed before the user's script ran: `AlgorithmError: Framework Error: ...`."""
 
 
-def run_job(job: TrainingJob, *, s3: Any, settings: RunnerSettings, on_log_line: LogSink, logs: Any = None) -> None:
+def run_job(job: TrainingJob, *, s3: Any, settings: RunnerSettings, on_log_line: LogSink, logs: Any = None,
+            tracking: LocalMlflowServer | None = None) -> None:
     """Run `job` to a terminal status; never raises (every outcome ends up in the job record). `logs`: a CloudWatch
-    Logs client that receives each host's log stream."""
+    Logs client that receives each host's log stream. `tracking`: the MLflow tracking server a tracked job logs to
+    (job_runtime.mlflow_tracking)."""
     try:
-        _run(job, s3, logs, settings, on_log_line)
+        _run(job, s3, logs, settings, on_log_line, tracking)
     except ClientError as error:
         job.finish("Failed", failure_reason=f"ClientError: {error}")
     except FrameworkError as error:
@@ -76,7 +80,8 @@ def run_job(job: TrainingJob, *, s3: Any, settings: RunnerSettings, on_log_line:
         job.finish("Failed", failure_reason=f"InternalServerError: {type(error).__name__}: {error}")
 
 
-def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_line: LogSink) -> None:
+def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_line: LogSink,
+         tracking: LocalMlflowServer | None) -> None:
     request = job.request
     hosts = host_names(request["ResourceConfig"]["InstanceCount"])
     folders = {host: HostFolder(settings.work_dir / job.name / host) for host in hosts}
@@ -86,7 +91,7 @@ def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_
     job.advance("Downloading")
     framework, user = split_hyperparameters(decode_hyperparameters(request.get("HyperParameters", {})))
     sources = ChannelSources()
-    environments = {host: _prepare_host(request, s3, folders[host], host, hosts, framework, sources)
+    environments = {host: _prepare_host(request, s3, folders[host], host, hosts, framework, sources, tracking)
                     for host in hosts}
     checkpoints = None
     if "CheckpointConfig" in request:
@@ -145,6 +150,7 @@ def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_
         close_logs()
     if checkpoints:
         checkpoints.push()
+    job.set_mlflow_details(mlflow_details(request, tracking))
 
     if ended.failed_host:
         job.finish("Failed", failure_reason=_algorithm_error(ended.code, folders[ended.failed_host],
@@ -160,10 +166,11 @@ def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_
 
 
 def _prepare_host(request: dict[str, Any], s3: Any, folder: HostFolder, host: str, hosts: list[str],
-                  framework: dict[str, Any], sources: ChannelSources) -> dict[str, str]:
+                  framework: dict[str, Any], sources: ChannelSources,
+                  tracking: LocalMlflowServer | None) -> dict[str, str]:
     """Write the config, stage channels (noting in `sources` where each file came from) and code into `folder`;
-    returns the host's process environment: the job's `Environment`, under what the toolkit sets (SM_*, ...), as in
-    the container."""
+    returns the host's process environment: the job's `Environment` (with where the MLflow plugin sends a local
+    tracking server's calls), under what the toolkit sets (SM_*, ...), as in the container."""
     instance_type = request["ResourceConfig"]["InstanceType"]
     channels = request.get("InputDataConfig", [])
     input_data = input_data_config(channels, request["AlgorithmSpecification"].get("TrainingInputMode", "File"))
@@ -176,7 +183,7 @@ def _prepare_host(request: dict[str, Any], s3: Any, folder: HostFolder, host: st
     environment = training_environment(folder, job_name=request["TrainingJobName"], current_host=host, hosts=hosts,
                                        instance_type=instance_type, resource=resource, input_data=input_data,
                                        hyperparameters=request.get("HyperParameters", {}))
-    return {**request.get("Environment", {}), **environment}
+    return {**job_environment(request.get("Environment", {}), tracking), **environment}
 
 
 def _stage_channel(s3: Any, channel: dict[str, Any], folder: HostFolder, shard: tuple[int, int],
