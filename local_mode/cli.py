@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from local_mode.container.container_entrypoint import ContainerUnavailable
 from local_mode.container.container_envs import MissingInterpreter
 from local_mode.aws.mlflow_server import run_page
 from local_mode.demo import DemoOptions, DemoResult, TriggerRefused, profiles, run_demo
@@ -40,6 +41,10 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
     parser.add_argument("--metric-definitions", default=None, metavar="JSON",
                         help='the job\'s MetricDefinitions, e.g. \'[{"Name": "loss", "Regex": "loss=([0-9.]+)"}]\'')
     parser.add_argument("--distribution", choices=profiles.DISTRIBUTIONS, default=defaults.distribution)
+    parser.add_argument("--launch", choices=profiles.LAUNCHES, default=defaults.launch,
+                        help="what starts the script in the container: the training toolkit (the stack's default), or "
+                             "SDK v3 ModelTrainer's drivers (none, torch_distributed; one process per host here); "
+                             "docs/trigger.md#launch")
     parser.add_argument("--instance-count", type=int, default=defaults.instance_count,
                         help="local hosts (algo-1 .. algo-N)")
     parser.add_argument("--processes-per-host", type=int, default=defaults.processes_per_host,
@@ -85,6 +90,10 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
     for name in ("queries", "epochs", "instance_count", "processes_per_host"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')}={getattr(args, name)}: use 1 or more")
+    if args.launch == profiles.MODEL_TRAINER_LAUNCH and args.processes_per_host > 1:
+        parser.error(f"--processes-per-host {args.processes_per_host} with --launch {args.launch}: ModelTrainer's "
+                     "drivers start one process per GPU of the host, and local hosts have none, so one each; use "
+                     "--instance-count for more ranks, or --launch toolkit")
     if args.source_dir is None and args.entry_point not in ENTRY_POINTS:
         parser.error(f"--entry-point {args.entry_point}: use one of {list(ENTRY_POINTS)}, or name your own folder "
                      "with --source-dir")
@@ -114,7 +123,7 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
     if args.data and not args.data.is_dir():
         parser.error(f"--data {args.data}: not a folder; give a folder holding rank.train (+ rank.train.query)")
     return DemoOptions(queries=args.queries, epochs=args.epochs, entry_point=args.entry_point,
-                       distribution=args.distribution, instance_count=args.instance_count,
+                       distribution=args.distribution, launch=args.launch, instance_count=args.instance_count,
                        processes_per_host=args.processes_per_host, data=args.data,
                        work_dir=args.work_dir, framework_version=args.framework_version, source_dir=args.source_dir,
                        hyperparameters=tuple(hyperparameters), metric_definitions=args.metric_definitions,
@@ -220,7 +229,7 @@ def _next_line(result: DemoResult) -> list[tuple[str, str]]:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = run_demo(parse_options(argv))
-    except (TriggerRefused, MissingInterpreter) as refused:
+    except (TriggerRefused, MissingInterpreter, ContainerUnavailable) as refused:
         print(refused)
         return 1
     print(render_tuning_summary(result) if isinstance(result, TuningResult) else render_summary(result))

@@ -35,6 +35,7 @@ from typing import Any
 from tqdm import tqdm
 
 from local_mode.aws.mlflow_server import STORE_FILE, LocalMlflowServer
+from local_mode.container.container_entrypoint import require_namespaces
 from local_mode.container.container_envs import container_env, tracking_layer
 from local_mode.job_summary import DemoResult, shown, summarize
 from local_mode.pipeline import LocalPipeline, wait_for_tuning_job
@@ -80,6 +81,9 @@ class DemoOptions:
     metric_definitions: str | None = None
     """The job's MetricDefinitions as JSON (`-c metric_definitions`); None: the stack's default."""
     distribution: str = "torch_distributed"
+    launch: str | None = None
+    """What starts the entry point in the container, the manifest's `launch` (`toolkit`, or `model_trainer`: SDK v3
+    ModelTrainer's drivers); None: the stack's default (its `launch` key)."""
     instance_count: int = 1
     processes_per_host: int = 1
     data: Path | None = None
@@ -114,6 +118,8 @@ def _run_in(run_dir: Path, options: DemoOptions) -> DemoResult | TuningResult:
     # The stack synthesized as `cdk synth -c distribution=...` would: its container is that distribution's default
     # unless --framework-version names one, whose environment then runs the job.
     context = {"distribution": options.distribution, **bring_your_own_context(options)}
+    if options.launch == profiles.MODEL_TRAINER_LAUNCH:
+        require_namespaces()  # before the minute of synthesis, which a job that cannot start would waste
     container = None
     if options.framework_version:
         container = container_env(profiles.profile_named(options.framework_version))
@@ -266,7 +272,8 @@ def demo_manifest(options: DemoOptions) -> dict[str, Any]:
     """The dataset's manifest.json: its `training` object overrides the stack's defaults for this version's job.
 
     The trigger checks the instance type against the distribution as the cloud would, so the demo names the type a
-    default job of that distribution gets; locally each host runs `--processes-per-host` CPU ranks whatever the type.
+    default job of that distribution gets; locally each host runs `--processes-per-host` CPU ranks whatever the type
+    (under the toolkit launch; ModelTrainer's drivers start one process per GPU, here none: one per host).
     """
     own_entry_point = options.source_dir is None
     hyperparameters = {**({"epochs": options.epochs} if own_entry_point else {}), **dict(options.hyperparameters)}
@@ -274,6 +281,8 @@ def demo_manifest(options: DemoOptions) -> dict[str, Any]:
         "entry_point": options.entry_point, "distribution": options.distribution,
         "instance_type": profiles.DEFAULT_INSTANCE_TYPES[options.distribution],
         "instance_count": options.instance_count, "hyperparameters": hyperparameters}}
+    if options.launch is not None:
+        manifest["training"]["launch"] = options.launch
     if options.tuning:
         manifest["tuning"] = options.tuning
     return manifest

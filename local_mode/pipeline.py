@@ -104,6 +104,7 @@ class LocalPipeline:
             self._registrar_patterns = resources.event_patterns_targeting(REGISTRAR_MARKER_VARIABLE)
             self.watchdog = resources.lambda_function(WATCHDOG_MARKER_VARIABLE, required=False)
             resources.publish_file_assets()
+            resources.run_bucket_deployments()
             self.account = local_account_id(self._moto.url)
             service = TrainingJobService(s3_endpoint_url=self._moto.url, account_id=self.account,
                                          settings=self._settings, on_log_line=self._on_log_line,

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,7 +45,7 @@ import torch
 from lightning.pytorch.callbacks import Callback, EarlyStopping, LearningRateMonitor, ModelCheckpoint, TQDMProgressBar
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger
 from lightning.pytorch.strategies import Strategy
-from ranker.config import RunConfig, parse_config
+from ranker.config import RunConfig
 from ranker.lightning.callbacks import MetricLines, ModelSizeLine, RandomStatePerRank
 from ranker.lightning.datamodule import RankingDataModule
 from ranker.lightning.module import RankingModule
@@ -57,7 +56,7 @@ from ranker.training import engine, timeline, tracking
 from ranker.training.selection import (SELECTION_METRIC, early_stopping_note, exported_metrics_line,
                                       exported_weights_note)
 from ranker.training.session import (agree_on_splits, entry_point_run, load_splits, model_config_for,
-                                     plan_training, write_artifacts)
+                                     plan_training, run_config, write_artifacts)
 from sagemaker_distributed import Topology
 from sagemaker_distributed.lightning import SageMakerEnvironment, SpotInterruptionCheckpoint, quiet_lightning_console
 from sagemaker_distributed.lightning.console import LIGHTNING_INFO_LOGGER
@@ -129,6 +128,9 @@ def build_trainer(config: RunConfig, topology: Topology, callbacks: list[Callbac
         callbacks=callbacks, logger=loggers, log_every_n_steps=train.log_every,
         # The data module already splits every batch across the ranks (ranker.data.batches' global order).
         use_distributed_sampler=False,
+        # No sanity pass over validation batches before the first step, as in train_ddp.py: the first epoch's own
+        # validation runs the same code, and the pass delayed every run's first step (docs/benchmarks.md, fixed cost).
+        num_sanity_val_steps=0,
         enable_progress_bar=progress_bar, default_root_dir=config.paths.output_data_dir)
     return L.Trainer(**{**settings, **overrides})
 
@@ -211,7 +213,7 @@ def exported_from(saved: dict) -> dict[str, int]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     with entry_point_run():
-        train(parse_config(sys.argv[1:] if argv is None else argv, os.environ, __doc__))
+        train(run_config(sys.argv[1:] if argv is None else argv, __doc__))
 
 
 if __name__ == "__main__":

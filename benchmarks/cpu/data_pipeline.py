@@ -35,7 +35,6 @@ import re
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -46,7 +45,8 @@ from pathlib import Path
 import torch
 
 from benchmarks.harness.models import PLAIN_MLP
-from benchmarks.harness.project_code import TRAINING_CODE
+from benchmarks.harness.machine import scheduling
+from benchmarks.harness.project_code import TRAINING_CODE, revision_tree
 from benchmarks.harness.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
 from sklearn.datasets import load_svmlight_file
 
@@ -188,15 +188,6 @@ def time_import(module: str, folder: Path) -> tuple[float, tuple[str, ...]]:
         raise RuntimeError(f"import {module} failed in {folder}: {finished.stderr[-2000:]}")
     *_, seconds, heavy = finished.stdout.splitlines()  # the probe's last two lines
     return float(seconds), tuple(heavy.split())
-
-
-def revision_tree(ref: str, into: Path) -> Path:
-    """training_code/ as git revision `ref` holds it, unpacked under `into`."""
-    archive = subprocess.run(["git", "archive", ref, "training_code"], cwd=TRAINING_CODE.parent, capture_output=True,
-                             check=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
-    return into / "training_code"
 
 
 def measure_imports(repeats: int, baseline_ref: str | None, work: Path) -> list[ImportTiming]:
@@ -423,16 +414,6 @@ def render(stages: list[StageRate], jobs: list[JobTiming], imports: list[ImportT
         "each rank runs its own loader):\n\n"
         f"{comparison}\n\n{verdict(one_thread, loader, threads, gpu_rates)}\n"
     )
-
-
-def scheduling() -> str:
-    """How this process (and so every run it times) competes for the cores: its nice value, and on Linux with
-    scheduler autogroups that of its session's group, which is what weighs it against other sessions' work."""
-    try:
-        autogroup = Path("/proc/self/autogroup").read_text().split()[-1]
-    except (OSError, IndexError):
-        return f"nice {os.nice(0)}"
-    return f"nice {os.nice(0)}, scheduler autogroup nice {autogroup}"
 
 
 def folder_megabytes(folder: Path) -> float:

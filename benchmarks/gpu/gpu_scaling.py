@@ -210,6 +210,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--processes", type=int, default=2, help="CPU smoke runs only: ranks for the multi layout")
     parser.add_argument("--raw-dir", type=Path, default=None, help="where logs and raw JSON lines go")
     parser.add_argument("--doc", type=Path, default=BENCHMARKS_DOC)
+    parser.add_argument("--section", default="gpu-scaling",
+                        help="docs/benchmarks.md section to write; its plot is benchmarks-SECTION.png beside the doc")
+    parser.add_argument("--title", default="GPU throughput and scaling", help="the section's title")
     parser.add_argument("--note", default="",
                         help="a line of provenance to add to the doc section (with --render-only)")
     parser.add_argument("--render-only", action="store_true",
@@ -276,7 +279,7 @@ def render(args: argparse.Namespace, results_path: Path, run: dict) -> None:
     headers, rows = analyse(results, matmul_tflops)
     table = markdown_table(headers, rows)
     print(table)
-    plot_path = args.doc.with_name("benchmarks-gpu-scaling.png")
+    plot_path = args.doc.with_name(f"benchmarks-{args.section}.png")
     plot_scaling(results, plot_path)
     rate = f"{matmul_tflops:.0f} TFLOP/s (8192^3 bf16 product, median of 20, same run)" if matmul_tflops else "n/a"
     body = (
@@ -297,7 +300,7 @@ def render(args: argparse.Namespace, results_path: Path, run: dict) -> None:
         + (f"- {args.note}\n" if args.note else "") + "\n"
         f"{table}\n\n![scaling]({plot_path.name})\n\n{paths_taken(results)}"
     )
-    write_section("gpu-scaling", "GPU throughput and scaling", body, doc=args.doc)
+    write_section(args.section, args.title, body, doc=args.doc)
     print(f"raw results: {results_path}; written to {args.doc}")
 
 

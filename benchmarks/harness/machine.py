@@ -8,6 +8,9 @@ Lightning versions, for the throughput tables (those set the rate).
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import torch
 from ranker.data.letor_parser import available_cores
 
@@ -33,3 +36,13 @@ def gpu_machine_description() -> str:
         f"{torch.cuda.device_count()} x {name}; torch {torch.__version__}, CUDA {torch.version.cuda}, "
         f"NCCL {nccl}, Lightning {lightning.__version__}"
     )
+
+
+def scheduling() -> str:
+    """How this process (and so every run it times) competes for the cores: its nice value, and on Linux with
+    scheduler autogroups that of its session's group, which is what weighs it against other sessions' work."""
+    try:
+        autogroup = Path("/proc/self/autogroup").read_text().split()[-1]
+    except (OSError, IndexError):
+        return f"nice {os.nice(0)}"
+    return f"nice {os.nice(0)}, scheduler autogroup nice {autogroup}"

@@ -9,6 +9,9 @@ Datasets (`--datasets`, comma-separated):
   search        ranker.data.synthetic_search: heavy-tailed counts, binary flags, relevance from threshold rules and
                 their interactions, label noise, graded labels 0-4, MSLR-like query sizes; a held-out test file of a
                 fifth as many queries (another seed, the same problem)
+  trees         ranker.data.synthetic_trees: heavy-tailed, uniform and binary features, relevance a sum of many
+                small axis-aligned trees over some of them plus noise, graded 0-4 within each query, MSLR-like query
+                sizes: data shaped for gradient-boosted trees; a held-out test file as for search
   tanh          ranker.data.synthetic, the project's other generator (smooth hidden function, which favours an MLP),
                 as benchmarks.ranking.time_to_model writes it
   letor-sample  the LETOR sample that ships with the tests (LightGBM's rank.train example): a fifth of its queries,
@@ -23,7 +26,8 @@ Runs on each (`--runs`):
                 core (`--threads`), on the same text read by the project's parser, in a process of its own, trained
                 to convergence: on the trainers' training queries, until `--lightgbm-patience` rounds in a row (50)
                 have not beaten its best NDCG@10 on their validation queries, at most `--lightgbm-rounds` (5,000);
-                `--lightgbm-patience 0` trains all rounds on every training query instead
+                `--lightgbm-patience 0` trains all rounds on every training query instead; `--lightgbm-python` runs
+                it with another interpreter (a small environment of its own holding LightGBM and NumPy)
   `--variants`  an entry point with some flags changed from the shipped defaults, one run per variant, to choose
                 defaults by measurement: `--variants "bins=8,loss=graded_listwise;lightning:batch-size=64"`
                 (variants separated by `;`, each a comma-separated list of flag=value, run by train_ddp.py or, after
@@ -60,8 +64,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from ranker.config import TrainConfig
-from ranker.data import synthetic, synthetic_search
+from ranker.config import hardware_defaults
+from ranker.data import synthetic, synthetic_search, synthetic_trees
 from ranker.data.channels import read_letor_file, split_queries
 
 from benchmarks.harness.machine import SAFE_NCCL_ENV, machine_description
@@ -82,11 +86,18 @@ RUN_LABELS = {"native": "train_ddp.py, shipped defaults", "lightning": "train_li
               "previous": "train_ddp.py, former pipeline defaults"}
 
 
-def write_search(folder: Path, queries: int, docs_per_query: int, features: int) -> tuple[Path, Path]:
-    train = synthetic.write_letor(synthetic_search.generate(queries, docs_per_query, features, seed=0), folder,
-                                  with_qid=True, name="rank.train")
-    test = synthetic.write_letor(synthetic_search.generate(max(2, queries // 5), docs_per_query, features, seed=1),
-                                 folder, with_qid=True, name="rank.test")
+# The generated datasets with a held-out test file drawn from the same problem with another seed.
+GENERATORS = {"search": synthetic_search.generate, "trees": synthetic_trees.generate}
+
+
+def write_generated(folder: Path, dataset: str, queries: int, docs_per_query: int,
+                    features: int) -> tuple[Path, Path]:
+    """`dataset`'s training file (seed 0) and a test file of a fifth as many queries (seed 1)."""
+    generate = GENERATORS[dataset]
+    train = synthetic.write_letor(generate(queries, docs_per_query, features, seed=0), folder, with_qid=True,
+                                  name="rank.train")
+    test = synthetic.write_letor(generate(max(2, queries // 5), docs_per_query, features, seed=1), folder,
+                                 with_qid=True, name="rank.test")
     return train, test
 
 
@@ -166,7 +177,7 @@ def run_dataset(dataset: str, train: Path, test: Path, args: argparse.Namespace,
     def lightgbm() -> tuple[Run, str]:
         print(f"[{dataset}] running LightGBM ...", flush=True)
         run = run_lightgbm(train, test, args.lightgbm_rounds, work, env, args.threads, name=f"{dataset}-lightgbm",
-                           early_stopping=args.lightgbm_patience)
+                           early_stopping=args.lightgbm_patience, python=args.lightgbm_python)
         return run, run.note
 
     launchers = {name: partial(trainer, label, ENTRY_POINTS.get(name, ENTRY_POINTS["native"]),
@@ -224,19 +235,19 @@ def patience_replay(run: Run, patiences: Sequence[int]) -> list[list[str]]:
 def render(tables: dict[str, list[tuple[Run, str]]], descriptions: dict[str, str], args: argparse.Namespace,
            machine: str) -> str:
     headers = ["dataset", "run", "test NDCG@10", "vs LightGBM", "best validation NDCG@10", "time to best (s)",
-               "launch to model (s)", "training (s)", "notes"]
+               "launch to model (s)", "training (s)", "fixed cost (s)", "notes"]
     rows, curves, replays = [], [], []
     for dataset, results in tables.items():
         peer = next((run.ndcg_at_10 for run, _ in results if run.name.startswith("LightGBM") and run.events), None)
         for run, note in results:
             if not run.events:
-                rows.append([dataset, run.name, *["-"] * 6, note])
+                rows.append([dataset, run.name, *["-"] * 7, note])
                 continue
             delta = f"{run.ndcg_at_10 - peer:+.4f}" if peer is not None else "-"
-            best = run.best_validation
+            best, fixed = run.best_validation, run.fixed_cost
             rows.append([dataset, run.name, f"{run.ndcg_at_10:.4f}", delta, f"{best[1]:.4f}" if best else "-",
                          f"{best[0]:.1f}" if best else "-", f"{run.wall:.1f}", f"{run.phases()['training']:.1f}",
-                         note])
+                         f"{fixed:.1f}" if fixed is not None else "-", note])
         for run, _ in results:
             if args.patience_replay and run.events and NO_PATIENCE in run.name:
                 replays.append(f"{dataset}, {run.name}:\n\n" + markdown_table(
@@ -253,19 +264,35 @@ def render(tables: dict[str, list[tuple[Run, str]]], descriptions: dict[str, str
                  else f"all training queries, {args.lightgbm_rounds:,} rounds")
     curve_text = ("\n\nBest validation NDCG@10 by time since launch (the model each run would export then; validation "
                   "queries and metric shared by all runs):\n\n" + "\n\n".join(curves)) if curves else ""
-    defaults = TrainConfig()
+    shipped = hardware_defaults(args.device).config()
+    defaults, width = shipped.train, shipped.model.width
+    batch = f"{defaults.batch_size} queries a step" if defaults.batch_size else "the batch chosen from the queries"
     if replays:
         curve_text += ("\n\nWhat each patience costs and buys, read off a run trained without early stopping (a run with "
                        "the same flags and seed trains the same weights up to its stop):\n\n" + "\n\n".join(replays))
-    return (f"{provenance(machine=machine)}\n{model_line([SHIPPED_MODEL])}\n- The trainers' shipped defaults: up to "
+    return (f"{provenance(machine=machine)}\n{model_line([SHIPPED_MODEL])}\n- The trainers' shipped defaults on "
+            f"{shipped.defaults.name.upper()}: width {width}, {batch}, up to "
             f"{defaults.epochs} epochs, early stopping after {defaults.early_stopping} validations without a better "
             f"NDCG@10, the learning rate times {defaults.lr_decay_factor} after each {defaults.lr_decay_patience} "
             f"validations in a row without one\n{data_lines}\n"
             f"- Trainers: one process per {'GPU' if args.device == 'cuda' else 'CPU'} x {args.gpus}, their shipped "
             "defaults and `--test FILE`; a fifth of the training queries held out for validation, which picks the "
             f"exported weights. LightGBM: {peer_line}, the usual MSLR settings. CPU threads per run: "
-            f"{args.threads or 'every core'}\n\n"
+            f"{args.threads or 'every core'}. Fixed cost: launch to the first step plus the last step to the model "
+            "exported, from the entry point's `timeline:` lines\n\n"
             f"{markdown_table(headers, rows)}{curve_text}\n")
+
+
+def add_size_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--size` and what may change it: the generated datasets' queries, documents per query and features."""
+    parser.add_argument("--size", choices=tuple(SIZES), default="gpu" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--queries", type=int, help="training queries of the generated datasets (default: the size's)")
+    parser.add_argument("--docs-per-query", type=int, help="typical documents per generated query")
+    parser.add_argument("--features", type=int, help="features of the generated datasets")
+
+
+def chosen_size(args: argparse.Namespace) -> dict[str, int]:
+    return {name: getattr(args, name) or default for name, default in SIZES[args.size].items()}
 
 
 def describe(path: Path, test: Path) -> str:
@@ -278,10 +305,7 @@ def describe(path: Path, test: Path) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", choices=tuple(SIZES), default="gpu" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--queries", type=int, help="training queries of the generated datasets (default: the size's)")
-    parser.add_argument("--docs-per-query", type=int, help="typical documents per generated query")
-    parser.add_argument("--features", type=int, help="features of the generated datasets")
+    add_size_arguments(parser)
     parser.add_argument("--datasets", default="search,tanh,letor-sample", help="comma-separated, see above")
     parser.add_argument("--runs", default="native,lightning,previous,lightgbm", help="comma-separated, see above")
     parser.add_argument("--variants", default="", help="train_ddp.py runs with flags changed, see above")
@@ -292,6 +316,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--lightgbm-rounds", type=int, default=5000, help="LightGBM's rounds, or their cap")
     parser.add_argument("--lightgbm-patience", type=int, default=50,
                         help="LightGBM's rounds without a better validation NDCG@10 before stopping; 0: every round")
+    parser.add_argument("--lightgbm-python", default=sys.executable,
+                        help="the interpreter that runs LightGBM (default: this one); it needs lightgbm and numpy")
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU threads for every run alike (trainers' OMP_NUM_THREADS, LightGBM's num_threads); "
                              "default: every core. On a machine shared with other work, 1 avoids threads spinning "
@@ -301,8 +327,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--work", type=Path, default=None, help="folder for the data, logs and models (default: temp)")
     parser.add_argument("--doc", type=Path, default=BENCHMARKS_DOC)
     parser.add_argument("--section", help="docs/benchmarks.md section to write (default: ranking-quality-SIZE)")
+    parser.add_argument("--title", help="the section's title (default: the size, the datasets, any variants)")
     args = parser.parse_args(argv)
-    size = {name: getattr(args, name) or default for name, default in SIZES[args.size].items()}
+    size = chosen_size(args)
     args.runs = args.runs.split(",")
     args.patience_replay = [int(patience) for patience in args.patience_replay.split(",") if patience.strip()]
     try:
@@ -321,22 +348,22 @@ def main(argv: Sequence[str] | None = None) -> None:
         for dataset in args.datasets.split(","):
             folder, recipe = work / dataset, {"dataset": dataset, **size}
             shape = (size["queries"], size["docs_per_query"], size["features"])
-            if dataset == "search":
-                train, test = written_data(folder, recipe, lambda: write_search(folder, *shape))
+            if dataset in GENERATORS:
+                train, test = written_data(folder, recipe, lambda: write_generated(folder, dataset, *shape))
             elif dataset == "tanh":
                 train, test = written_data(folder, recipe, lambda: generate_dataset(folder, *shape))
             elif dataset == "letor-sample":
                 train, test = written_data(folder, {"dataset": dataset, "sample": str(args.letor_sample)},
                                            lambda: write_letor_sample(folder, args.letor_sample))
             else:
-                parser.error(f"--datasets: unknown dataset {dataset!r}: use search, tanh or letor-sample")
+                parser.error(f"--datasets: unknown dataset {dataset!r}: use search, trees, tanh or letor-sample")
             descriptions[dataset] = describe(train, test)
             tables[dataset] = run_dataset(dataset, train, test, args, work, env)
 
     body = render(tables, descriptions, args, machine_description(args.device))
     print(body)
     write_section(args.section or f"ranking-quality-{args.size}",
-                  f"Ranking quality against LightGBM ({args.size.upper()} size: {args.datasets}"
+                  args.title or f"Ranking quality against LightGBM ({args.size.upper()} size: {args.datasets}"
                   f"{', with variants of the defaults' if args.variants else ''})", body, doc=args.doc)
     print(f"written to {args.doc}")
 

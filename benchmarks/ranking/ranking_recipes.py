@@ -1,6 +1,6 @@
 """How the shipped recipe was chosen: train_ddp.py with flags changed from its shipped defaults, several seeds each,
-several runs at a time on one GPU, on the ranking benchmark's search-like data; and what averaging the seeds' models
-(an ensemble) would add.
+several runs at a time on one GPU, on one of the ranking benchmark's generated datasets (`--dataset`: search, the
+default, or trees); and what averaging the seeds' models (an ensemble) would add.
 
     python -m benchmarks.ranking.ranking_recipes --variants "width=256;embedding-width=32,embedding-layers=4" \\
         --seeds 0,1,2 --parallel 6 --work /tmp/recipes       # a GPU host, the ranking benchmark's GPU size
@@ -29,13 +29,15 @@ import torch
 
 from benchmarks.harness.machine import SAFE_NCCL_ENV, machine_description
 from benchmarks.harness.models import SHIPPED_MODEL, model_line
-from benchmarks.ranking.ranking_quality import SIZES, variant_flags, write_search, written_data
 from benchmarks.harness.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
+from benchmarks.ranking.ranking_quality import (GENERATORS, add_size_arguments, chosen_size, variant_flags,
+                                                write_generated, written_data)
 from benchmarks.ranking.time_to_model import ENTRY_POINTS, Run, held_out_ndcg_at_10, run_project
 from ranker.data.channels import read_letor_file
 from ranker.model.export import load_scorer
 
 SHIPPED = "shipped defaults"
+DATASET_NAMES = {"search": "search-like", "trees": "tree-shaped"}
 
 
 def run_name(label: str, seed: int) -> str:
@@ -60,7 +62,9 @@ def ensemble_ndcg(model_dirs: list[Path], test: Path, device: str) -> float:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", choices=tuple(SIZES), default="gpu" if torch.cuda.is_available() else "cpu")
+    add_size_arguments(parser)
+    parser.add_argument("--dataset", choices=tuple(GENERATORS), default="search",
+                        help="the generated dataset (benchmarks.ranking.ranking_quality's)")
     parser.add_argument("--variants", default="", help="as benchmarks.ranking.ranking_quality's: `flag=value,...;...`")
     parser.add_argument("--base", default="", help="flags every run takes, the shipped defaults' row included "
                         "(`flag=value,...`), e.g. a longer cap to compare recipes at convergence")
@@ -88,10 +92,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         env["CUDA_VISIBLE_DEVICES"] = ""
     if args.threads:
         env["OMP_NUM_THREADS"] = str(args.threads)
-    size = SIZES[args.size]
-    folder = args.work / "search"
-    train, test = written_data(folder, {"dataset": "search", **size},
-                               lambda: write_search(folder, size["queries"], size["docs_per_query"], size["features"]))
+    size = chosen_size(args)
+    folder = args.work / args.dataset
+    train, test = written_data(folder, {"dataset": args.dataset, **size},
+                               lambda: write_generated(folder, args.dataset, size["queries"], size["docs_per_query"],
+                                                       size["features"]))
 
     def launch(label: str, seed: int) -> Run:
         flags = (*base, *variants[label], "--seed", str(seed))
@@ -118,13 +123,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                             "ensemble of its seeds", "launch to model (s), side by side"], rows)
     also = f"; every run also takes `{' '.join(base)}`" if base else ""
     body = (f"{provenance(machine=machine_description(args.device))}\n{model_line([SHIPPED_MODEL])}\n"
-            f"- Recipes: the shipped defaults, and each recipe changes the flags it names{also}\n- Data: search-like, "
-            f"{size['queries']:,} training "
+            f"- Recipes: the shipped defaults, and each recipe changes the flags it names{also}\n- Data: "
+            f"{DATASET_NAMES[args.dataset]}, {size['queries']:,} training "
             f"queries, a fifth held out for validation; test NDCG@10 on a separate test file. {args.parallel} run(s) at "
             f"a time on one {'GPU' if args.device == 'cuda' else 'CPU'}\n\n{table}\n")
     print(table)
-    write_section(args.section or f"recipe-ensembles-{args.size}", f"How the recipe was chosen ({args.size.upper()} size, search-like "
-                  "data, seeds and their ensemble)", body, doc=args.doc)
+    write_section(args.section or f"recipe-ensembles-{args.size}", f"How the recipe was chosen ({args.size.upper()} size, "
+                  f"{DATASET_NAMES[args.dataset]} data, seeds and their ensemble)", body, doc=args.doc)
 
 
 if __name__ == "__main__":

@@ -22,9 +22,10 @@ baselines' `plain:` and `lightgbm:` lines). Table on stdout; section `time-to-mo
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import re
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,8 +38,8 @@ import numpy as np
 import torch
 
 from benchmarks.baselines.lightgbm_lambdarank import PARAMS as LIGHTGBM_PARAMS
-from benchmarks.harness.machine import SAFE_NCCL_ENV, machine_description
-from benchmarks.harness.project_code import TRAINING_CODE
+from benchmarks.harness.machine import SAFE_NCCL_ENV, machine_description, scheduling
+from benchmarks.harness.project_code import TRAINING_CODE, revision_tree
 from benchmarks.harness.report import BENCHMARKS_DOC, markdown_table, provenance, write_section
 from benchmarks.harness.timed_run import run_timed
 from ranker.data import host_cache
@@ -47,11 +48,15 @@ from ranker.data.letor_parser import available_cores
 from ranker.model.metrics import ndcg_per_query
 from ranker.data.ranking_data import RankingData
 from ranker.log_format import parse_metrics
+from ranker.training import timeline
 
 SECTION = "time-to-model"
 PLAIN_SCRIPT = Path(__file__).resolve().parents[1] / "baselines" / "plain_letor.py"
 LIGHTGBM_SCRIPT = PLAIN_SCRIPT.with_name("lightgbm_lambdarank.py")
 ENTRY_POINTS = {"native": "train_ddp.py", "lightning": "train_lightning.py"}
+RUN_TITLES = {"native": "entry points", "lightning": "entry points", "plain": "plain PyTorch", "lightgbm": "LightGBM"}
+"""What the section's title calls each of `--runs`."""
+THIS_TREE = "this tree"
 PHASES = ("start-up", "ingest", "to device", "training", "evaluation", "saving")
 # The events each run's log marks, in order; a phase is the time between two of them (launch is 0).
 EVENTS = ("ingest start", "ingest end", "training start", "training end", "evaluation end", "exit")
@@ -66,6 +71,10 @@ class Run:
     note: str = ""
     curve: list[tuple[float, float]] = field(default_factory=list)
     """(seconds since launch, validation NDCG@10) at each validation the run logged, in order."""
+    phase_marks: dict[str, float] = field(default_factory=dict)
+    """An entry point's `timeline:` marks (ranker.training.timeline): seconds from its process start to each phase."""
+    code: str = THIS_TREE
+    """Whose training code ran: this tree's, or a baseline revision's."""
 
     @property
     def wall(self) -> float:
@@ -76,6 +85,15 @@ class Run:
         """(seconds since launch, validation NDCG@10) of the first validation no later one beat: when the model the
         run exports existed (both the entry points and LightGBM keep the earlier of equal scores)."""
         return max(self.curve, key=lambda point: point[1], default=None)
+
+    @property
+    def fixed_cost(self) -> float | None:
+        """Launch to the first step plus the last step to the model exported, from the entry point's own timeline;
+        None for a run that logged none."""
+        marks = self.phase_marks
+        if not {"first step", "trained", "exported"} <= marks.keys():
+            return None
+        return marks["first step"] + marks["exported"] - marks["trained"]
 
     def phases(self) -> dict[str, float]:
         times = [0.0] + [self.events[event] for event in EVENTS]
@@ -147,9 +165,10 @@ def plain_events(lines: list[tuple[float, str]]) -> tuple[dict[str, float], floa
 
 
 def run_project(entry_point: str, gpus: int, train: Path, test: Path, epochs: int | None, work: Path, env: dict,
-                flags: Sequence[str] = (), name: str | None = None) -> Run:
-    """`entry_point` launched as a user launches it on `gpus` processes: `--epochs` unless None (the shipped
-    default), then `flags`; the run's files go to a folder named after `name` (default: the entry point's)."""
+                flags: Sequence[str] = (), name: str | None = None, code: Path = TRAINING_CODE) -> Run:
+    """`entry_point` of the training code in `code` launched as a user launches it on `gpus` processes: `--epochs`
+    unless None (the shipped default), then `flags`; the run's files go to a folder named after `name` (default: the
+    entry point's)."""
     name = name or next(label for label, script in ENTRY_POINTS.items() if script == entry_point)
     out = work / f"{name}-{gpus}"
     arguments = ["--train", str(train), "--test", str(test), *(["--epochs", str(epochs)] if epochs is not None else []),
@@ -157,10 +176,10 @@ def run_project(entry_point: str, gpus: int, train: Path, test: Path, epochs: in
                  "--checkpoint-dir", str(out / "checkpoints")]
     # A cache of its own: each run parses the text as a job with a fresh host would (ranker.data.host_cache).
     env = {**env, host_cache.CACHE_DIR_VARIABLE: str(out / "host-cache")}
-    lines = run_timed(launch_command(TRAINING_CODE / entry_point, gpus, arguments), TRAINING_CODE, env,
-                      work / f"{name}-{gpus}.log")
+    lines = run_timed(launch_command(code / entry_point, gpus, arguments), code, env, work / f"{name}-{gpus}.log")
     events, ndcg = project_events(lines)
-    return Run(name, gpus, events, ndcg, curve=validation_curve(lines))
+    return Run(name, gpus, events, ndcg, curve=validation_curve(lines),
+               phase_marks=timeline.read("\n".join(text for _, text in lines)))
 
 
 def run_plain(gpus: int, train: Path, test: Path, epochs: int, work: Path, env: dict) -> Run:
@@ -172,17 +191,17 @@ def run_plain(gpus: int, train: Path, test: Path, epochs: int, work: Path, env: 
 
 
 def run_lightgbm(train: Path, test: Path, rounds: int, work: Path, env: dict, threads: int | None = None,
-                 name: str = "lightgbm", early_stopping: int = 0) -> Run:
-    """benchmarks/baselines/lightgbm_lambdarank.py launched on every core (or `threads`), its files in the folder
-    `name`, for `rounds` rounds or, with `early_stopping` patience, until it stops on the entry points' validation
-    queries (`rounds` the cap); its held-out scores are scored here with the entry points' metric."""
-    if importlib.util.find_spec("lightgbm") is None:  # a benchmark-only peer, carried to GPU hosts as a wheel
-        return Run("LightGBM lambdarank", 0, note="not installed: pip install lightgbm==4.7.0")
+                 name: str = "lightgbm", early_stopping: int = 0, python: str = sys.executable) -> Run:
+    """benchmarks/baselines/lightgbm_lambdarank.py launched by `python` on every core (or `threads`), its files in the
+    folder `name`, for `rounds` rounds or, with `early_stopping` patience, until it stops on the entry points'
+    validation queries (`rounds` the cap); its held-out scores are scored here with the entry points' metric."""
+    if not lightgbm_installed(python, env):  # a benchmark-only peer, carried to GPU hosts as a wheel
+        return Run("LightGBM lambdarank", 0, note=f"not installed for {python}: pip install lightgbm==4.7.0")
     threads = threads or available_cores()
     out = work / name
     # The script reads the text with the project's parser: the training code goes on its path.
     env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(TRAINING_CODE), env.get("PYTHONPATH")]))}
-    lines = run_timed([sys.executable, str(LIGHTGBM_SCRIPT), "--train", str(train), "--test", str(test), "--output",
+    lines = run_timed([python, str(LIGHTGBM_SCRIPT), "--train", str(train), "--test", str(test), "--output",
                        str(out), "--rounds", str(rounds), "--early-stopping", str(early_stopping), "--threads",
                        str(threads)],
                       Path.cwd(), env, work / f"{name}.log")  # this cwd: a relative PYTHONPATH finds LightGBM alike
@@ -201,6 +220,12 @@ def run_lightgbm(train: Path, test: Path, rounds: int, work: Path, env: dict, th
                     + ")")
 
 
+def lightgbm_installed(python: str, env: dict) -> bool:
+    """Whether `python` (this interpreter or one of a small environment of its own) can import LightGBM."""
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('lightgbm') is None)"
+    return subprocess.run([python, "-c", probe], env=env, check=False).returncode == 0
+
+
 def held_out_ndcg_at_10(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> float:
     """Mean NDCG@10 over the held-out queries, with the metric the entry points log (ranker.model.metrics)."""
     data = RankingData(np.asarray(scores, np.float32)[:, None], np.asarray(labels, np.float32), offsets)
@@ -213,8 +238,8 @@ def payoff_statement(runs: list[Run], epochs: int) -> str:
     training) against the training time per epoch."""
     sentences = []
     for name in ENTRY_POINTS:
-        one = next((run for run in runs if run.name == name and run.gpus == 1), None)
-        two = next((run for run in runs if run.name == name and run.gpus == 2), None)
+        one = next((run for run in runs if run.name == name and run.gpus == 1 and run.code == THIS_TREE), None)
+        two = next((run for run in runs if run.name == name and run.gpus == 2 and run.code == THIS_TREE), None)
         if one is None or two is None:
             continue
         per_epoch = {run.gpus: run.phases()["training"] / epochs for run in (one, two)}
@@ -231,7 +256,9 @@ def payoff_statement(runs: list[Run], epochs: int) -> str:
     return " ".join(sentences)
 
 
-def render(runs: list[Run], args: argparse.Namespace, dataset: dict[str, object], machine: str) -> str:
+def render(runs: list[Run], args: argparse.Namespace, dataset: dict[str, object], machine: str,
+           load: tuple[float, float]) -> str:
+    """The section's body; `load`: the machine's one-minute load average at the start and the end of the runs."""
     headers = ["run", "GPUs", "launch to model (s)", *(f"{phase} (s)" for phase in PHASES), "test NDCG@10", "notes"]
     rows = []
     for run in runs:
@@ -239,9 +266,12 @@ def render(runs: list[Run], args: argparse.Namespace, dataset: dict[str, object]
             rows.append([run.name, run.gpus or "-", "-", *["-"] * len(PHASES), "-", run.note])
             continue
         phases = run.phases()
-        rows.append([run.name, run.gpus or "CPU", f"{run.wall:.1f}", *(f"{phases[p]:.1f}" for p in PHASES),
+        rows.append([run.name if run.code == THIS_TREE else f"{run.name}, {run.code}", run.gpus or "CPU",
+                     f"{run.wall:.1f}", *(f"{phases[p]:.1f}" for p in PHASES),
                      f"{run.ndcg_at_10:.4f}", run.note])
     return (f"{provenance(machine=machine)}\n"
+            f"- Load average {load[0]:.1f} at the start, {load[1]:.1f} at the end, {scheduling()} (other work on the "
+            "machine slows every run; runs compared in one table alternate, so it slows them alike)\n"
             f"- Data: {dataset['train_queries']:,} training queries ({dataset['train_docs']:,} documents, "
             f"{dataset['train_mb']:,.0f} MB of LETOR text) and {dataset['test_queries']:,} held-out test queries "
             f"({dataset['test_mb']:,.0f} MB), {args.features} features, 60-180 documents per query, 10% of values 0 "
@@ -253,6 +283,25 @@ def render(runs: list[Run], args: argparse.Namespace, dataset: dict[str, object]
             "`log_every` steps); training to the last training metric line (with per-epoch validation); "
             "evaluation the final validation and test scoring; saving the model, export and exit\n\n"
             f"{markdown_table(headers, rows)}\n\n{payoff_statement(runs, args.epochs)}\n")
+
+
+def fixed_cost_table(runs: list[Run]) -> str:
+    """Each entry point's fixed cost per code (this tree, a baseline), medians over its runs: launch to the first
+    step, the last step to the model exported, the two together, and launch to exit."""
+    groups: dict[tuple[str, int, str], list[Run]] = {}
+    for run in runs:
+        if run.fixed_cost is not None:
+            groups.setdefault((run.name, run.gpus, run.code), []).append(run)
+    rows = []
+    for (name, gpus, code), group in groups.items():
+        marks = [run.phase_marks for run in group]
+        rows.append([name, gpus, code, len(group),
+                     f"{statistics.median(mark['first step'] for mark in marks):.2f}",
+                     f"{statistics.median(mark['exported'] - mark['trained'] for mark in marks):.2f}",
+                     f"{statistics.median(run.fixed_cost for run in group):.2f}",
+                     f"{statistics.median(run.wall for run in group):.2f}"])
+    return markdown_table(["run", "GPUs", "code", "runs", "launch to first step (s)", "last step to model exported (s)",
+                           "fixed cost (s)", "launch to exit (s)"], rows)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -269,9 +318,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--work", type=Path, default=None, help="folder for the data, logs and models (default: temp)")
     parser.add_argument("--doc", type=Path, default=BENCHMARKS_DOC)
     parser.add_argument("--section", default=SECTION, help="docs/benchmarks.md section to write (one per scale)")
+    parser.add_argument("--baseline", metavar="GIT_REF",
+                        help="also run the entry points of this git revision, alternating with this tree's, and add "
+                             "a table of each one's fixed cost")
+    parser.add_argument("--repeats", type=int, default=1, help="runs of each entry point (and of the baseline's)")
     args = parser.parse_args(argv)
+    load_at_start = os.getloadavg()[0]
     gpu_counts = [int(count) for count in args.gpus.split(",")]
     chosen = args.runs.split(",")
+    if unknown := [run for run in chosen if run not in RUN_TITLES]:
+        parser.error(f"--runs: {', '.join(unknown)} is not a run; choose from {', '.join(RUN_TITLES)}")
     env = {**os.environ, **SAFE_NCCL_ENV, "PYTHONUNBUFFERED": "1"}
     if args.device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
@@ -286,11 +342,18 @@ def main(argv: Sequence[str] | None = None) -> None:
                    "test_queries": max(2, args.queries // 5), "train_mb": train.stat().st_size / 1e6,
                    "test_mb": test.stat().st_size / 1e6, "train_docs": count_lines(train)}
         runs = []
-        for name, entry_point in ENTRY_POINTS.items():
-            if name in chosen:
-                for gpus in gpu_counts:
-                    print(f"running {name} on {gpus} process(es) ...", flush=True)
-                    runs.append(run_project(entry_point, gpus, train, test, args.epochs, work, env))
+        trees = [(THIS_TREE, TRAINING_CODE)] + ([(f"before (`{args.baseline}`)",
+                                                   revision_tree(args.baseline, work / "baseline"))]
+                                                 if args.baseline else [])
+        for repeat in range(args.repeats):
+            for name, entry_point in ENTRY_POINTS.items():
+                for gpus in gpu_counts if name in chosen else ():
+                    for index, (code, folder) in enumerate(trees):
+                        print(f"running {name} ({code}) on {gpus} process(es) ...", flush=True)
+                        run = run_project(entry_point, gpus, train, test, args.epochs, work, env,
+                                          name=f"{name}-code{index}-run{repeat}", code=folder)
+                        run.name, run.code = name, code
+                        runs.append(run)
         if "plain" in chosen:
             for gpus in gpu_counts:
                 print(f"running the plain PyTorch script on {gpus} process(es) ...", flush=True)
@@ -299,10 +362,15 @@ def main(argv: Sequence[str] | None = None) -> None:
             print("running LightGBM ...", flush=True)
             runs.append(run_lightgbm(train, test, args.lightgbm_rounds, work, env))
 
-    body = render(runs, args, dataset, machine_description(args.device))
+    body = render(runs, args, dataset, machine_description(args.device), (load_at_start, os.getloadavg()[0]))
+    if args.baseline or args.repeats > 1:
+        body += ("\nFixed cost of each entry point, the medians of its runs (this tree's and the baseline's alternating, "
+                 "so the machine's load moves both alike), from the `timeline:` lines it logged:\n\n"
+                 f"{fixed_cost_table(runs)}\n")
     print(body)
-    write_section(args.section, f"Time to model on MSLR-WEB30K-shaped text ({args.queries:,} queries): entry points, "
-                  "plain PyTorch, LightGBM", body, doc=args.doc)
+    ran = ", ".join(dict.fromkeys(RUN_TITLES[run] for run in chosen))
+    write_section(args.section, f"Time to model on MSLR-WEB30K-shaped text ({args.queries:,} queries): {ran}", body,
+                  doc=args.doc)
     print(f"written to {args.doc}")
 
 

@@ -2,7 +2,8 @@
 
 A bucket becomes a moto bucket named `<stack>-<logical id>` (lowercase), a topic a moto topic, a role an ARN
 in the local account; `Ref`, `Fn::GetAtt`, `Fn::ImportValue`, `Fn::Join`, `Fn::Sub` resolve to those names.
-File assets (the training source bundle) are uploaded where the template says they live.
+File assets (the training source bundle) are uploaded where the template says they live, and a BucketDeployment's
+folder assets (the model_trainer launch's files) unpacked where it puts them.
 """
 
 from __future__ import annotations
@@ -96,8 +97,8 @@ class LocalStackResources:
                 keys = {destination["objectKey"] for destination in asset["destinations"].values()}
                 if asset["source"].get("packaging") == "zip" and object_key in keys:
                     return self._assembly / asset["source"]["path"]
-        raise LookupError(f"no zip asset in {self._assembly} is published as {object_key!r}: the function's "
-                          "Code.S3Key must name a folder asset of the assembly")
+        raise LookupError(f"no zip asset in {self._assembly} is published as {object_key!r}: a function's "
+                          "Code.S3Key and a BucketDeployment's SourceObjectKeys name folder assets of the assembly")
 
     def publish_file_assets(self) -> None:
         """Upload every `file` asset to its (local) bootstrap bucket and key, as `cdk deploy` publishes them."""
@@ -112,6 +113,23 @@ class LocalStackResources:
                         s3.create_bucket(Bucket=bucket)
                     s3.upload_file(str(self._assembly / asset["source"]["path"]), bucket,
                                    self._substitute("", destination["objectKey"]))
+
+    def run_bucket_deployments(self) -> None:
+        """Put each BucketDeployment's files in its destination bucket under its key prefix, as CDK's handler unpacks
+        the deployment's zipped folder assets at `cdk deploy`."""
+        s3 = local_client("s3", self._endpoint_url)
+        for stack, template in self._templates.items():
+            for resource in template["Resources"].values():
+                if resource["Type"] != "Custom::CDKBucketDeployment":
+                    continue
+                properties = resource["Properties"]
+                bucket = self.resolve(stack, properties["DestinationBucketName"])
+                prefix = self.resolve(stack, properties.get("DestinationBucketKeyPrefix", ""))
+                for object_key in properties["SourceObjectKeys"]:
+                    folder = self._asset_folder(self.resolve(stack, object_key))
+                    for path in sorted(folder.rglob("*")):
+                        if path.is_file():
+                            s3.upload_file(str(path), bucket, prefix + path.relative_to(folder).as_posix())
 
     def resolve(self, stack: str, value: Any) -> str:
         if isinstance(value, str):

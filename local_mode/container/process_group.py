@@ -25,7 +25,13 @@ class GroupExit:
 
 
 class ProcessGroup:
-    """Starts every Launch; when one exits non-zero the others get SIGTERM, as the job fails as a whole."""
+    """Starts every Launch; when one exits non-zero the others get SIGTERM, as the job fails as a whole.
+
+    Each Launch starts a process group of its own. Stopped, a host runs until no process of that group is left (or the
+    grace period ends): a container's shell (ModelTrainer's `sm_train.sh`) dies at once on SIGTERM while the torchrun
+    it started is still stopping its workers, which may be writing a last checkpoint. Ended of itself, a host is done
+    when its launched process is, and what that left in its group is killed, as a container's processes end with its
+    entrypoint."""
 
     def __init__(self, launches: list[Launch], on_line: LogSink) -> None:
         self._launches = launches
@@ -52,23 +58,21 @@ class ProcessGroup:
     def wait(self, *, deadline: float, stop_requested: threading.Event, grace_seconds: float) -> GroupExit:
         """Block until all exit; a failure, a stop request or the deadline stops the rest."""
         ended: GroupExit | None = None
-        while self._running():
+        # Poll every process, not just up to the first one still running: a later host's failure must be seen
+        # while an earlier host waits on it (a collective that never completes).
+        while None in [process.poll() for process in self._processes]:
             failure = self._first_failure()
             if failure or stop_requested.is_set() or time.monotonic() > deadline:
                 ended = failure or GroupExit(0, "stop" if stop_requested.is_set() else "timeout")
                 self.terminate(grace_seconds)
                 break
             time.sleep(0.1)
+        self._signal_all(signal.SIGKILL)
         for reader in self._readers:
             reader.join(timeout=5)
         for process in self._processes:
             process.wait()
         return ended or self._first_failure() or GroupExit(0, "exit")
-
-    def _running(self) -> bool:
-        # Poll every process, not just up to the first one still running: a later host's failure must be seen
-        # while an earlier host waits on it (a collective that never completes).
-        return None in [process.poll() for process in self._processes]
 
     def _first_failure(self) -> GroupExit | None:
         for launch, process in zip(self._launches, self._processes):
@@ -80,14 +84,25 @@ class ProcessGroup:
         """SIGTERM to every process group, then SIGKILL to whatever is left after `grace_seconds`."""
         self._signal_all(signal.SIGTERM)
         deadline = time.monotonic() + grace_seconds
-        while time.monotonic() < deadline and any(process.poll() is None for process in self._processes):
+        while time.monotonic() < deadline and any(_group_alive(process) for process in self._processes):
             time.sleep(0.1)
         self._signal_all(signal.SIGKILL)
 
     def _signal_all(self, signum: int) -> None:
         for process in self._processes:
-            if process.poll() is None:
+            if _group_alive(process):
                 try:
                     os.killpg(process.pid, signum)
                 except ProcessLookupError:
                     pass
+
+
+def _group_alive(process: subprocess.Popen[str]) -> bool:
+    """Whether the launched process, or any process of the group it leads, is still running."""
+    if process.poll() is None:
+        return True
+    try:
+        os.killpg(process.pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -1,10 +1,11 @@
 """Runs one training job the way the service and the SageMaker container do, with local hosts as folders.
 
-Starting: a folder per host. Downloading: config files, channels (File mode), source bundle, checkpoints.
-Training: the launcher's processes, logs streamed (each host's to its training.log and, given a CloudWatch Logs
-client, to its log stream) and scraped for metrics. Uploading: model.tar.gz and
-output.tar.gz to `<S3OutputPath>/<job name>/output/`. Then Completed, Failed (with the service's
-"AlgorithmError: ..." reason) or Stopped (StopTrainingJob or MaxRuntimeInSeconds).
+Starting: a folder per host. Downloading: config files, channels (File mode), checkpoints, and for the training
+toolkit the source bundle. Training: the toolkit launcher's processes, or the request's ContainerEntrypoint (SDK v3
+ModelTrainer's drivers, which start the script themselves from the `code` and `sm_drivers` channels), logs streamed
+(each host's to its training.log and, given a CloudWatch Logs client, to its log stream) and scraped for metrics.
+Uploading: model.tar.gz and output.tar.gz to `<S3OutputPath>/<job name>/output/`. Then Completed, Failed (with the
+service's "AlgorithmError: ..." reason) or Stopped (StopTrainingJob or MaxRuntimeInSeconds).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import tempfile
 import threading
 import time
 from collections import deque
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,12 @@ from local_mode.container.container_environment import (
     split_hyperparameters,
     training_environment,
     user_args,
+)
+from local_mode.container.container_entrypoint import (
+    JobNetwork,
+    container_command,
+    container_environment,
+    plan_container_launches,
 )
 from local_mode.container.container_layout import HostFolder, host_names, input_data_config, resource_config
 from local_mode.job_runtime.job_log_streams import HostLogStreams
@@ -89,10 +97,16 @@ def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_
         folder.create()
 
     job.advance("Downloading")
+    # A request naming a ContainerEntrypoint (ModelTrainer's drivers) runs that command; otherwise the toolkit runs.
+    command = container_command(request["AlgorithmSpecification"])
     framework, user = split_hyperparameters(decode_hyperparameters(request.get("HyperParameters", {})))
     sources = ChannelSources()
-    environments = {host: _prepare_host(request, s3, folders[host], host, hosts, framework, sources, tracking)
-                    for host in hosts}
+    for host in hosts:
+        _download(request, s3, folders[host], host, hosts, sources)
+    environments = ({host: job_environment(container_environment(request, host_count=len(hosts)), tracking)
+                     for host in hosts} if command
+                    else {host: _toolkit_environment(request, s3, folders[host], host, hosts, framework, tracking)
+                          for host in hosts})
     checkpoints = None
     if "CheckpointConfig" in request:
         checkpoints = CheckpointSync(s3, request["CheckpointConfig"]["S3Uri"],
@@ -122,32 +136,38 @@ def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_
         if streams:
             streams.close()
 
-    if settings.install_requirements:
+    if settings.install_requirements and not command:  # ModelTrainer's drivers install them themselves
         failure = _install_requirements(settings.python, {host: folder.code_dir for host, folder in folders.items()},
                                         on_line)
         if failure:
             close_logs()
             job.finish("Failed", failure_reason=failure)
             return
-    launches = plan_launches(
-        launcher=launcher_for(framework), host_environments=environments,
-        code_dirs={host: folder.code_dir for host, folder in folders.items()},
-        entry_point=str(framework["sagemaker_program"]), user_args=user_args(user),
-        processes_per_host=settings.processes_per_host, master_port=free_port(), mpirun=installed_mpirun(),
-        python=settings.python)
-    group = ProcessGroup(launches, on_line)
     max_runtime = request["StoppingCondition"].get("MaxRuntimeInSeconds", 86400)
     training_done = threading.Event()
     syncer = threading.Thread(target=_sync_until, args=(checkpoints, training_done, settings), daemon=True)
-    group.start()
-    syncer.start()
-    try:
-        ended = group.wait(deadline=time.monotonic() + max_runtime, stop_requested=job.stop_requested,
-                           grace_seconds=settings.stop_grace_seconds)
-    finally:
-        training_done.set()
-        syncer.join()
-        close_logs()
+    with ExitStack() as container:
+        container.callback(close_logs)
+        if command:
+            launches = plan_container_launches(command, folders=folders, environments=environments,
+                                               network=container.enter_context(JobNetwork()), python=settings.python,
+                                               install_requirements=settings.install_requirements)
+        else:
+            launches = plan_launches(
+                launcher=launcher_for(framework), host_environments=environments,
+                code_dirs={host: folder.code_dir for host, folder in folders.items()},
+                entry_point=str(framework["sagemaker_program"]), user_args=user_args(user),
+                processes_per_host=settings.processes_per_host, master_port=free_port(), mpirun=installed_mpirun(),
+                python=settings.python)
+        group = ProcessGroup(launches, on_line)
+        group.start()
+        syncer.start()
+        try:
+            ended = group.wait(deadline=time.monotonic() + max_runtime, stop_requested=job.stop_requested,
+                               grace_seconds=settings.stop_grace_seconds)
+        finally:
+            training_done.set()
+            syncer.join()
     if checkpoints:
         checkpoints.push()
     job.set_mlflow_details(mlflow_details(request, tracking))
@@ -165,23 +185,37 @@ def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_
         job.finish("Stopped", secondary_status="Stopped" if ended.reason == "stop" else "MaxRuntimeExceeded")
 
 
-def _prepare_host(request: dict[str, Any], s3: Any, folder: HostFolder, host: str, hosts: list[str],
-                  framework: dict[str, Any], sources: ChannelSources,
-                  tracking: LocalMlflowServer | None) -> dict[str, str]:
-    """Write the config, stage channels (noting in `sources` where each file came from) and code into `folder`;
-    returns the host's process environment: the job's `Environment` (with where the MLflow plugin sends a local
-    tracking server's calls), under what the toolkit sets (SM_*, ...), as in the container."""
-    instance_type = request["ResourceConfig"]["InstanceType"]
+def _download(request: dict[str, Any], s3: Any, folder: HostFolder, host: str, hosts: list[str],
+              sources: ChannelSources) -> None:
+    """What SageMaker writes into the host's /opt/ml before the container starts: the config files and every
+    channel (noting in `sources` where each file came from)."""
     channels = request.get("InputDataConfig", [])
-    input_data = input_data_config(channels, request["AlgorithmSpecification"].get("TrainingInputMode", "File"))
-    resource = resource_config(current_host=host, hosts=hosts, instance_type=instance_type)
-    folder.write_config(hyperparameters=request.get("HyperParameters", {}), resource_config=resource,
-                        input_data_config=input_data)
+    folder.write_config(hyperparameters=request.get("HyperParameters", {}),
+                        resource_config=_resource_config(request, host, hosts),
+                        input_data_config=_input_data_config(request))
     for channel in channels:
         _stage_channel(s3, channel, folder, shard=(hosts.index(host), len(hosts)), sources=sources)
+
+
+def _resource_config(request: dict[str, Any], host: str, hosts: list[str]) -> dict[str, Any]:
+    return resource_config(current_host=host, hosts=hosts, instance_type=request["ResourceConfig"]["InstanceType"])
+
+
+def _input_data_config(request: dict[str, Any]) -> dict[str, Any]:
+    return input_data_config(request.get("InputDataConfig", []),
+                             request["AlgorithmSpecification"].get("TrainingInputMode", "File"))
+
+
+def _toolkit_environment(request: dict[str, Any], s3: Any, folder: HostFolder, host: str, hosts: list[str],
+                         framework: dict[str, Any], tracking: LocalMlflowServer | None) -> dict[str, str]:
+    """The training toolkit's steps on the host: the source bundle unpacked into its code folder; returns the
+    script's process environment: the job's `Environment` (with where the MLflow plugin sends a local tracking
+    server's calls), under what the toolkit sets (SM_*, ...)."""
     _stage_code(s3, framework, folder)
     environment = training_environment(folder, job_name=request["TrainingJobName"], current_host=host, hosts=hosts,
-                                       instance_type=instance_type, resource=resource, input_data=input_data,
+                                       instance_type=request["ResourceConfig"]["InstanceType"],
+                                       resource=_resource_config(request, host, hosts),
+                                       input_data=_input_data_config(request),
                                        hyperparameters=request.get("HyperParameters", {}))
     return {**job_environment(request.get("Environment", {}), tracking), **environment}
 

@@ -112,8 +112,10 @@ def _host_folder(tmp_path: Path, letor_sample_dir: Path, entry_point: str, distr
         (host.channel_dir("train") / name).parent.mkdir(parents=True, exist_ok=True)
         (host.channel_dir("train") / name).symlink_to(letor_sample_dir / name)
     instance_type = "ml.p4d.24xlarge" if distribution == "pytorchddp" else "ml.g5.12xlarge"
+    # model.pt2 left out: test_scoring.py's job in each environment writes it and scores with it
     hyperparameters = json_encode_hyperparameters({
-        "epochs": 1, "sagemaker_program": entry_point, "sagemaker_submit_directory": "file:///opt/ml/code",
+        "epochs": 1, "portable-export": False, "sagemaker_program": entry_point,
+        "sagemaker_submit_directory": "file:///opt/ml/code",
         "sagemaker_container_log_level": 20, "sagemaker_job_name": "parity", "sagemaker_region": "us-east-1",
         **distribution_hyperparameters(distribution, instance_type)})
     channels = [{"ChannelName": "train", "DataSource": {"S3DataSource": {"S3DataDistributionType": "FullyReplicated"}}}]

@@ -8,14 +8,13 @@ request for it is the smdistributed job's, which the module's test runs."""
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from model_archives import model_json, model_members
 from shared_stacks import BORING_MODEL, PLAIN_SCRIPTS
 
 from local_mode.demo import (
@@ -29,7 +28,6 @@ from local_mode.demo import (
 )
 from local_mode.aws.moto_endpoint import MotoEndpoint
 from local_mode.pipeline import LocalPipeline
-from local_mode.aws.s3_transfer import split_s3_uri
 from local_mode.aws.synthesized_app import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
@@ -61,12 +59,6 @@ def tutorial_pipeline(moto, tmp_path_factory) -> Iterator[LocalPipeline]:
 
 def run(pipeline: LocalPipeline, options: DemoOptions, distribution: str, data: Path, work_dir: Path) -> DemoResult:
     return run_demo_job(pipeline, dataclasses.replace(options, distribution=distribution, work_dir=work_dir), data)
-
-
-def model_members(s3: Any, artifact: str) -> list[str]:
-    bucket, key = split_s3_uri(artifact)
-    with tarfile.open(fileobj=io.BytesIO(s3.get_object(Bucket=bucket, Key=key)["Body"].read())) as tar:
-        return tar.getnames()
 
 
 def host_logs(pipeline: LocalPipeline, result: DemoResult) -> str:
@@ -141,13 +133,41 @@ def test_a_tutorial_shaped_ddp_script_trains_and_reports_its_own_metric(distribu
     assert result.metrics == {"epoch": 2.0}
 
 
-def test_a_script_that_does_not_import_the_package_runs_under_torch_distributed(moto, letor_data, tmp_path,
+@pytest.fixture(scope="module")
+def plain_pipeline(moto, tmp_path_factory) -> Iterator[LocalPipeline]:
+    with pipeline_for(PLAIN_SCRIPTS, moto, tmp_path_factory.mktemp("plain-jobs")) as pipeline:
+        yield pipeline
+
+
+def test_a_script_that_does_not_import_the_package_runs_under_torch_distributed(plain_pipeline, letor_data, tmp_path,
                                                                               report_job):
     # Given a plain torch.distributed script (env:// rendezvous, gloo), bundled with nothing changed
-    with pipeline_for(PLAIN_SCRIPTS, moto, tmp_path / "jobs") as pipeline:
-        result = run(pipeline, PLAIN_SCRIPTS, "torch_distributed", letor_data, tmp_path)
+    result = run(plain_pipeline, PLAIN_SCRIPTS, "torch_distributed", letor_data, tmp_path)
 
-        # Then torchrun's variables were enough: one world of four, and the model in model.tar.gz
-        assert result.status == "Completed", report_job(pipeline.jobs_dir, result.job_name, result.failure_reason)
-        assert "world_size=4 steps=5" in host_logs(pipeline, result)
-        assert "model.pt" in model_members(pipeline.s3, result.model_artifact)
+    # Then torchrun's variables were enough: one world of four, and the model in model.tar.gz
+    assert result.status == "Completed", report_job(plain_pipeline.jobs_dir, result.job_name, result.failure_reason)
+    assert "world_size=4 steps=5" in host_logs(plain_pipeline, result)
+    assert "model.pt" in model_members(plain_pipeline.s3, result.model_artifact)
+
+
+# ModelTrainer's Torchrun() (torchrun on each host, --nnodes 2, master algo-1:7777) and no distribution (its basic
+# driver: `python` on each host, the script meeting at SM_MASTER_ADDR:SM_MASTER_PORT itself).
+@pytest.mark.parametrize("distribution, launcher", [("torch_distributed", "torchrun"), ("none", "python")])
+def test_a_script_written_for_model_trainer_forms_one_group_across_two_hosts_under_its_drivers(
+        container_namespaces, distribution, launcher, plain_pipeline, letor_data, tmp_path, report_job):
+    # Given a script written for ModelTrainer (reading SM_HOST_COUNT, SM_CURRENT_HOST_RANK, SM_MASTER_ADDR), whose
+    # manifest asks for the model_trainer launch on two hosts
+    options = dataclasses.replace(PLAIN_SCRIPTS, entry_point="written_for_model_trainer.py", launch="model_trainer")
+
+    # When its dataset version lands and the trigger starts the job
+    result = run(plain_pipeline, options, distribution, letor_data, tmp_path)
+
+    # Then ModelTrainer's request ran, not the toolkit: its drivers' command, its two channels, no sagemaker_ keys
+    assert result.status == "Completed", report_job(plain_pipeline.jobs_dir, result.job_name, result.failure_reason)
+    request = plain_pipeline.sagemaker.describe_training_job(TrainingJobName=result.job_name)
+    assert request["AlgorithmSpecification"]["ContainerEntrypoint"] == ["/bin/bash"]
+    assert [channel["ChannelName"] for channel in request["InputDataConfig"]] == ["train", "code", "sm_drivers"]
+    assert not [name for name in request["HyperParameters"] if name.startswith("sagemaker_")]
+    # And the two hosts formed one group of two at algo-1, rank i on host i, one process per host
+    assert model_json(plain_pipeline.s3, result.model_artifact, "group.json") == {
+        "launcher": launcher, "world_size": 2, "host_of_each_rank": [0, 1], "master": "algo-1"}

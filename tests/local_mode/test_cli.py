@@ -1,5 +1,6 @@
 """`python -m local_mode` options: a container profile is chosen by framework version and must run the distribution;
-the watchdog's timing in seconds comes whole or not at all."""
+the launch goes into the manifest, with one process per host under ModelTrainer's drivers; the watchdog's timing in
+seconds comes whole or not at all."""
 
 from __future__ import annotations
 
@@ -29,6 +30,19 @@ def test_an_unsupported_framework_version_is_refused_listing_the_supported(capsy
     with pytest.raises(SystemExit):
         parse_options(["--framework-version", "1.13.1"])
     assert "'2.2.0'" in capsys.readouterr().err
+
+
+def test_the_launch_is_the_manifests_when_given_and_the_stacks_default_otherwise():
+    assert demo_manifest(parse_options(["--launch", "model_trainer"]))["training"]["launch"] == "model_trainer"
+    assert "launch" not in demo_manifest(parse_options([]))["training"]
+
+
+def test_ranks_per_host_under_model_trainers_drivers_are_refused_naming_the_fix(capsys):
+    with pytest.raises(SystemExit):
+        parse_options(["--launch", "model_trainer", "--instance-count", "2", "--processes-per-host", "2"])
+    assert ("--processes-per-host 2 with --launch model_trainer: ModelTrainer's drivers start one process per GPU of "
+            "the host, and local hosts have none, so one each; use --instance-count for more ranks") in (
+        capsys.readouterr().err)
 
 
 def test_the_watchdog_keeps_the_stacks_timing_unless_both_seconds_are_given():

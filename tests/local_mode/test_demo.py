@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import torch
 from ranker.data.synthetic import generate
+from safetensors.torch import load_file
 from ranker.model.export import load_scorer
 from sklearn.metrics import ndcg_score
 from small_model import SMALL_MODEL
@@ -70,27 +71,90 @@ def test_a_single_process_demo_job_completes(completed_job, demo_pipeline):
     assert not any(name.endswith("_enabled") for name in description["HyperParameters"])
 
 
-@pytest.mark.parametrize(("distribution", "entry_point", "instance_count", "launch_flag"), [
-    ("pytorchddp", "train_ddp.py", 2, "sagemaker_distributed_dataparallel_enabled"),
-    ("smdistributed", "train_lightning.py", 1, "sagemaker_distributed_dataparallel_enabled"),
-    ("torch_distributed", "train_lightning.py", 2, "sagemaker_torch_distributed_enabled"),
+def assert_ran_on_hosts(result: DemoResult, pipeline: LocalPipeline, instance_count: int) -> dict[str, Any]:
+    """The job completed as a demo job does, on `instance_count` local hosts; returns its description."""
+    assert_completed_demo(result, pipeline)
+    description = pipeline.sagemaker.describe_training_job(TrainingJobName=result.job_name)
+    assert description["ResourceConfig"]["InstanceCount"] == instance_count
+    job_dir = pipeline.jobs_dir / result.job_name
+    assert sorted(path.parent.name for path in job_dir.glob("algo-*/training.log")) == [
+        f"algo-{index}" for index in range(1, instance_count + 1)]
+    return description
+
+
+TOOLKIT_TWO_HOSTS = {"train_ddp.py": "pytorchddp", "train_lightning.py": "torch_distributed"}
+"""Each entry point's two-host job under the toolkit's launch: MPI-style ranks (pytorchddp, sent as smdistributed) and
+torchrun."""
+
+
+@pytest.fixture(scope="module")
+def two_host_jobs(demo_pipeline: LocalPipeline, letor_data: Path,
+                  tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], DemoResult]:
+    """Two-host jobs of both entry points by (launch, entry point): under the toolkit (TOOLKIT_TWO_HOSTS), and as
+    torch_distributed under ModelTrainer's torchrun driver."""
+    jobs = [("toolkit", distribution, entry_point) for entry_point, distribution in TOOLKIT_TWO_HOSTS.items()]
+    jobs += [("model_trainer", "torch_distributed", entry_point) for entry_point in TOOLKIT_TWO_HOSTS]
+    return {(launch, entry_point): run_demo_job(demo_pipeline, small_demo(
+                tmp_path_factory.mktemp(launch), distribution=distribution, entry_point=entry_point, instance_count=2,
+                launch=launch), letor_data)
+            for launch, distribution, entry_point in jobs}
+
+
+@pytest.mark.parametrize(("entry_point", "launch_flag"), [
+    ("train_ddp.py", "sagemaker_distributed_dataparallel_enabled"),
+    ("train_lightning.py", "sagemaker_torch_distributed_enabled"),
 ])
-def test_each_distribution_mode_trains_the_demo(distribution, entry_point, instance_count, launch_flag,
-                                                demo_pipeline, letor_data, tmp_path):
-    # Given the demo's dataset with a manifest asking for this distribution and instance count
-    options = small_demo(tmp_path, distribution=distribution, entry_point=entry_point, instance_count=instance_count)
+def test_the_toolkit_trains_the_demo_on_two_hosts(entry_point, launch_flag, two_host_jobs, demo_pipeline):
+    # Given the demo's dataset with a manifest asking for pytorchddp or torch_distributed on two hosts (fixture)
+    # Then the job completed, launched as the toolkit launches that mode, on two local hosts
+    description = assert_ran_on_hosts(two_host_jobs["toolkit", entry_point], demo_pipeline, 2)
+    assert description["HyperParameters"][launch_flag] == "true"
+
+
+def test_smdistributed_trains_the_demo(demo_pipeline, letor_data, tmp_path):
+    # Given the demo's dataset with a manifest asking for smdistributed on one host
+    options = small_demo(tmp_path, distribution="smdistributed", entry_point="train_lightning.py")
 
     # When it is uploaded, its marker delivered and the job followed to its end
     result = run_demo_job(demo_pipeline, options, letor_data)
 
-    # Then the job completed, launched as the toolkit launches that mode, on that many local hosts
-    assert_completed_demo(result, demo_pipeline)
-    description = demo_pipeline.sagemaker.describe_training_job(TrainingJobName=result.job_name)
-    assert description["HyperParameters"][launch_flag] == "true"
-    assert description["ResourceConfig"]["InstanceCount"] == instance_count
+    # Then the job completed, launched as the toolkit launches SMDDP (MPI-style ranks), on one local host
+    description = assert_ran_on_hosts(result, demo_pipeline, 1)
+    assert description["HyperParameters"]["sagemaker_distributed_dataparallel_enabled"] == "true"
+
+
+@pytest.mark.parametrize("entry_point", TOOLKIT_TWO_HOSTS)
+def test_both_entry_points_train_the_demo_on_two_hosts_under_model_trainers_drivers(container_namespaces, entry_point,
+                                                                                    two_host_jobs, demo_pipeline):
+    # Given the demo's dataset with a manifest asking for the model_trainer launch, torch_distributed on two hosts
+    result = two_host_jobs["model_trainer", entry_point]
+
+    # Then the job completed with the demo's summary (NDCG@10, model, plots, package) on two local hosts
+    description = assert_ran_on_hosts(result, demo_pipeline, 2)
+    assert result.model_package_arn, result.not_registered_reason
+    summary = render_summary(result)
+    assert f"NDCG@10:   {result.ndcg_at_10:.4f} (validation queries)" in summary
+    assert "next:      PYTHONPATH=" in summary
+    # And ModelTrainer's request started it: its drivers' command with the code and sm_drivers channels, the
+    # manifest's hyperparameters and no sagemaker_ ones
+    assert description["AlgorithmSpecification"]["ContainerArguments"][1].endswith("/sm_drivers/sm_train.sh")
+    assert [channel["ChannelName"] for channel in description["InputDataConfig"]] == ["train", "code", "sm_drivers"]
+    assert not [name for name in description["HyperParameters"] if name.startswith("sagemaker_")]
+    # And on each host the torchrun driver started torchrun as node <host rank> of two, meeting at algo-1:7777
     job_dir = demo_pipeline.jobs_dir / result.job_name
-    assert sorted(path.parent.name for path in job_dir.glob("algo-*/training.log")) == [
-        f"algo-{index}" for index in range(1, instance_count + 1)]
+    for node_rank, host in enumerate(["algo-1", "algo-2"]):
+        assert (f"Executing command: torchrun --nnodes=2 --nproc_per_node=1 --master_addr=algo-1 --master_port=7777 "
+                f"--node_rank={node_rank} {entry_point}") in (job_dir / host / "training.log").read_text()
+    # And it reached the weights the toolkit's launch of its two-host job reaches
+    toolkit = two_host_jobs["toolkit", entry_point]
+    assert_same_weights(load_file(result.model_dir / "model.safetensors"),
+                        load_file(toolkit.model_dir / "model.safetensors"))
+
+
+def assert_same_weights(first: dict[str, torch.Tensor], second: dict[str, torch.Tensor]) -> None:
+    assert first.keys() == second.keys()
+    for name in first:
+        assert torch.equal(first[name], second[name]), f"weights {name} differ"
 
 
 def test_a_duplicate_marker_upload_starts_no_second_job(completed_job, demo_pipeline):
@@ -214,8 +278,10 @@ def test_a_completed_job_leaves_a_registered_package_whose_metrics_match_metrics
     report = json.loads(demo_pipeline.s3.get_object(Bucket=bucket, Key=key)["Body"].read())
     registered = {name: entry["value"] for name, entry in report["ranking_metrics"].items()}
     written = json.loads((completed_job.model_dir / "metrics.json").read_text())
-    # metrics.json also names the step and epoch whose weights were exported: provenance, not a model metric
-    written = {name: value for name, value in written.items() if not name.startswith("exported_")}
+    # metrics.json also names the step and epoch whose weights were exported and the devices its defaults were sized
+    # for: provenance, not model metrics
+    written = {name: value for name, value in written.items()
+               if not name.startswith("exported_") and name != "defaults"}
     assert sorted(registered) == sorted(written)
     assert registered == {name: pytest.approx(value, rel=1e-5) for name, value in written.items()}
 

@@ -1,6 +1,7 @@
 """The ranker on a training channel sharded across two hosts, through the whole local pipeline: a dataset version
 whose manifest asks for `ShardedByS3Key`, the trigger's request, local SageMaker dealing the files to the hosts, and
-both entry points training on their hosts' shares. The same job with the channel replicated is the reference."""
+both entry points training on their hosts' shares. The native script's same job with the channel replicated is the
+reference for both: the two loops train alike (tests/training/test_training_runs.py)."""
 
 from __future__ import annotations
 
@@ -57,12 +58,18 @@ def validation_ndcg(description: dict[str, Any]) -> float:
                 if metric["MetricName"] == "val_ndcg@10")
 
 
+@pytest.fixture(scope="module")
+def replicated(demo_pipeline, dataset) -> dict[str, Any]:
+    """The reference: the native script's two-host job with the train channel replicated to both hosts."""
+    return train(demo_pipeline, dataset, "train_ddp.py", "FullyReplicated")
+
+
 @pytest.mark.parametrize("entry_point", ["train_ddp.py", "train_lightning.py"])
-def test_two_hosts_on_their_halves_train_like_two_hosts_on_the_whole_channel(entry_point, demo_pipeline, dataset):
+def test_two_hosts_on_their_halves_train_like_two_hosts_on_the_whole_channel(entry_point, demo_pipeline, dataset,
+                                                                             replicated):
     # Given a dataset version of eight training files and a validation channel
-    # When the same two-host job runs on it with the train channel sharded by key, then replicated
+    # When a two-host job runs on it with the train channel sharded by key (the reference: the job replicated)
     sharded = train(demo_pipeline, dataset, entry_point, "ShardedByS3Key")
-    replicated = train(demo_pipeline, dataset, entry_point, "FullyReplicated")
     # Then each host of the sharded job got half of the files, none twice, and each of the replicated job all
     halves = [host_files(demo_pipeline, sharded["TrainingJobName"], host) for host in ("algo-1", "algo-2")]
     assert [len(half) for half in halves] == [FILES // 2, FILES // 2]

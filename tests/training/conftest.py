@@ -48,8 +48,9 @@ def two_rank_runs(tmp_path_factory, synthetic_channel) -> dict[str, tuple[RunDir
         if not (folder / "complete").is_file():
             for script in ENTRY_POINTS:
                 dirs = run_dirs(folder / script)
-                result = run_script(script, ["--train", str(synthetic_channel), *TWO_RANKS, *dirs.flags()], nproc=2,
-                                    **tracked_job_environment(folder, script))
+                # Every artifact, model.pt2 included (TWO_RANKS leaves it out)
+                result = run_script(script, ["--train", str(synthetic_channel), *TWO_RANKS, "--portable-export",
+                                             "true", *dirs.flags()], nproc=2, **tracked_job_environment(folder, script))
                 (folder / script / "stdout.txt").write_text(result.stdout)
                 (folder / script / "stderr.txt").write_text(result.stderr)
             (folder / "complete").touch()

@@ -1,4 +1,4 @@
-"""The LETOR/SVMlight reader, binary shards and the query split."""
+"""The LETOR/SVMlight reader, binary shards, the query split and the queries padded on the device."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ import time
 
 import numpy as np
 import pytest
+import torch
 from ranker.data import channels as data
-from ranker.data import convert, host_cache, shards
+from ranker.data import convert, host_cache, shards, synthetic
+from ranker.data.batches import DeviceQueries
+from ranker.data.ranking_data import RankingData
 
 
 def write(folder, name, text, groups=None):
@@ -189,3 +192,24 @@ def test_a_rank_waiting_too_long_for_the_parsing_rank_names_the_file_and_the_fix
             data.load_channel(synthetic_channel, local_ranks=2)
     finally:
         parsing.join(timeout=30)
+
+
+@pytest.mark.parametrize("max_docs", [None, 9])
+def test_queries_padded_on_the_device_are_the_padded_layout_of_the_data(max_docs):
+    # Given queries of different sizes, in read-only memory as a map of binary shards is
+    generated = synthetic.generate(30, docs_per_query=4, num_features=5, seed=2, varied_sizes=True)
+    rows = RankingData(generated.features.copy(), generated.labels.copy(), generated.query_offsets)
+    rows.features.flags.writeable = False
+    # When they are padded on the device
+    queries = DeviceQueries.from_data(rows, torch.device("cpu"), max_docs)
+    # Then every document sits where RankingData.padded puts it, and every padded slot is zero and masked out
+    features, labels, mask = rows.padded(max_docs)
+    assert torch.equal(queries.features, torch.from_numpy(features))
+    assert torch.equal(queries.labels, torch.from_numpy(labels))
+    assert torch.equal(queries.mask, torch.from_numpy(mask))
+
+
+def test_a_channel_without_queries_pads_to_no_queries():
+    empty = RankingData(np.zeros((0, 3), np.float32), np.zeros(0, np.float32), np.zeros(1, np.int64))
+    queries = DeviceQueries.from_data(empty, torch.device("cpu"), 4)
+    assert queries.features.shape == (0, 4, 3) and queries.num_queries == 0

@@ -10,6 +10,7 @@ from ranker.data.batches import DeviceQueries, QueryBatches
 from ranker.data.channels import RankingData
 from ranker.data.synthetic import generate
 from ranker.lightning.datamodule import EvaluationBatches, RankingDataModule, StepAlignedBatches
+from sagemaker_distributed.lightning import quiet_lightning_console
 
 
 @pytest.fixture(scope="module")
@@ -51,3 +52,42 @@ def test_a_split_with_fewer_queries_than_processes_is_refused_naming_it(tmp_path
     # When the data module is set up / Then the error names the split, its size and the fix
     with pytest.raises(ValueError, match="test: 0 queries for 1 processes; give every process at least one query"):
         datamodule.setup("fit")
+
+
+def test_a_cpu_scores_evaluation_batches_of_a_few_hundred_documents_on_one_thread_as_the_native_loop(tmp_path):
+    from ranker.config import ModelConfig, TrainConfig
+    from ranker.lightning.module import RankingModule
+    from ranker.training.engine import CPU_EVALUATION_DOCUMENTS
+
+    class Seen(L.Callback):
+        def __init__(self):
+            self.batches: list[tuple[int, int]] = []
+            """(documents in the padded batch, torch's threads) of each evaluation batch."""
+
+        def on_validation_batch_start(self, trainer, module, batch, *args) -> None:
+            self.batches.append((batch[0].shape[0] * batch[0].shape[1], torch.get_num_threads()))
+
+        on_test_batch_start = on_validation_batch_start
+
+    # Given validation and test queries of 50 documents, torch on two threads, Lightning's console as the entry point
+    # quiets it
+    quiet_lightning_console()
+    split = generate(num_queries=30, docs_per_query=50, num_features=4, seed=2)
+    datamodule = RankingDataModule(split, split, split, batch_size=4)
+    seen = Seen()
+    trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False, callbacks=[seen],
+                        enable_model_summary=False, enable_progress_bar=False, default_root_dir=tmp_path)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        # When Lightning validates and tests the module on the CPU
+        module = RankingModule(ModelConfig(num_features=4, width=8, num_layers=2), TrainConfig())
+        trainer.validate(module, datamodule=datamodule, verbose=False)
+        trainer.test(module, datamodule=datamodule, verbose=False)
+        # Then each split comes in several batches of at most CPU_EVALUATION_DOCUMENTS documents, each scored with
+        # torch on one thread, and torch has its two threads again after each loop
+        assert len(seen.batches) > 2
+        assert all(documents <= CPU_EVALUATION_DOCUMENTS and on == 1 for documents, on in seen.batches)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)

@@ -12,13 +12,14 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import lightning as L
 import pytest
 import torch
 import torch.distributed as dist
 import train_lightning
 from ranker.config import ModelConfig, TrainConfig, parse_config
 from sagemaker_distributed import Topology
-from sagemaker_distributed.lightning import SageMakerEnvironment
+from sagemaker_distributed.lightning import SageMakerEnvironment, quiet_lightning_console
 from ranker.gpu.fused_data_parallel import FusedDataParallel
 from ranker.gpu.fused_linear import FusedLayers
 from ranker.gpu.sharded_optimizer import ShardedAdamW
@@ -26,7 +27,7 @@ from ranker.lightning.module import RankingModule
 from ranker.lightning.strategy import FusedDataParallelStrategy
 from ranker.training import engine
 from torch.nn.parallel import DistributedDataParallel
-from training_launch import TRAINING_CODE, RunDirs, free_port, run_dirs, script_env
+from training_launch import NO_PORTABLE_EXPORT, TRAINING_CODE, RunDirs, free_port, run_dirs, script_env
 
 FORCING_LAUNCHER = Path(__file__).with_name("with_fused_data_parallel.py")
 
@@ -128,7 +129,7 @@ def forced_run(script: str, folder, channel: str, *extra: str) -> RunDirs:
               str(TRAINING_CODE / script)]
     # 4 layers, a bucket each (the launcher's): the update is sharded (ShardedAdamW).
     flags = ["--train", channel, "--width", "32", "--num-layers", "4", "--dropout", "0", "--epochs", "2",
-             "--batch-size", "16", "--log-every", "4", *dirs.flags(), *extra]
+             "--batch-size", "16", "--log-every", "4", *NO_PORTABLE_EXPORT, *dirs.flags(), *extra]
     result = subprocess.run(launch + flags, env=script_env(), capture_output=True, text=True, timeout=300,
                             cwd=TRAINING_CODE)
     assert result.returncode == 0, f"{script} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
@@ -155,3 +156,30 @@ def test_lightning_on_the_fused_path_trains_like_the_native_loop_and_checkpoints
     resumed = forced_run("train_lightning.py", tmp_path / "lightning", str(synthetic_channel))
     for name, value in resumed.weights().items():
         torch.testing.assert_close(value, lightning_weights[name], atol=0, rtol=0, msg=name)
+
+
+def test_the_first_training_step_comes_before_any_validation_batch(tmp_path):
+    from lightning.pytorch.demos.boring_classes import BoringModel
+
+    class Order(L.Callback):
+        def __init__(self):
+            self.seen: list[str] = []
+
+        def on_train_batch_start(self, *args) -> None:
+            self.seen.append("train")
+
+        def on_validation_batch_start(self, *args) -> None:
+            self.seen.append("validation")
+
+    # Given a Trainer as train_lightning.py builds it (its console quieted first), for one process, fitting a model
+    # with validation batches
+    quiet_lightning_console()
+    config = parse_config(["--train", str(tmp_path)], env={})
+    order = Order()
+    trainer = train_lightning.build_trainer(config, Topology("single", 0, 1, 0, 1, "127.0.0.1", free_port()),
+                                            callbacks=[order], loggers=False, max_epochs=1, max_steps=-1,
+                                            limit_train_batches=2, limit_val_batches=1,
+                                            enable_checkpointing=False, enable_model_summary=False)
+    trainer.fit(BoringModel())
+    # Then no sanity check validates before training: the first step is the run's first batch, as in train_ddp.py
+    assert order.seen[0] == "train" and "validation" in order.seen

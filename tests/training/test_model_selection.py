@@ -16,12 +16,12 @@ from ranker.model.export import load_scorer
 from ranker.training import plots
 from sklearn.datasets import load_svmlight_file
 from sklearn.metrics import ndcg_score
-from training_launch import run_dirs, run_script
+from training_launch import NO_PORTABLE_EXPORT, run_dirs, run_script
 
 pytestmark = pytest.mark.slow
 
 SCRIPTS = ["train_ddp.py", "train_lightning.py"]
-SMALL_MODEL = ["--width", "16", "--num-layers", "3", "--bins", "4", "--log-every", "4"]
+SMALL_MODEL = ["--width", "16", "--num-layers", "3", "--bins", "4", "--log-every", "4", *NO_PORTABLE_EXPORT]
 # Few queries, no dropout, a high learning rate: validation NDCG peaks and falls again within the run.
 OVERFITTING = [*SMALL_MODEL, "--dropout", "0", "--learning-rate", "0.01", "--batch-size", "4"]
 

@@ -2,42 +2,27 @@
 start it on two hosts of this machine (model_trainer_hosts.py) with the exact command the request sends.
 
 What the drivers set is read from their run, not restated: a probe script records what a script sees (working
-folder, arguments, SM_* variables, sagemaker_distributed's topology and paths) under each driver, and both entry points
-train on two hosts under the torchrun driver to the weights two ranks reach under a plain torchrun.
+folder, arguments, SM_* variables, sagemaker_distributed's topology and paths) under each driver. Both entry points
+train on two hosts under the torchrun driver in local mode's tests (tests/local_mode/test_demo.py), through the whole
+pipeline, to the weights their toolkit launch reaches.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
-from safetensors.torch import load_file
-from ranker.log_format import parse_metrics
-from training_launch import TRAINING_CODE, TWO_RANKS
+from training_launch import TRAINING_CODE
 
-from model_trainer_hosts import HostRun, missing_tools, run_hosts
+from model_trainer_hosts import HostRun, run_hosts
 from stacks.model_trainer_files import drivers_channel_files, model_trainer_settings
 from stacks.model_trainer_sdk import model_trainer_sdk
 from stacks.source_layout import bundle_members
-from test_training_runs import assert_same_weights
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("container_namespaces")]
 PROBE = Path(__file__).with_name("scripts") / "model_trainer_probe.py"
 PACKAGE = TRAINING_CODE / "sagemaker_distributed"
-# TWO_RANKS' flags as a request's HyperParameters carries them (strings, by flag name).
-TWO_HOSTS = {flag.removeprefix("--"): value for flag, value in zip(TWO_RANKS[::2], TWO_RANKS[1::2])}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def namespaces_available() -> None:
-    problem = (f"{missing_tools()} missing" if missing_tools() else
-               "needs root for its mount and network namespaces" if os.geteuid() != 0 else None)
-    if problem is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the model_trainer hosts {problem}; CI must run them")
-        pytest.skip(f"the model_trainer hosts {problem}")
 
 
 def _run(work_dir: Path, *, entry_script: str, distribution: str, code: dict[str, Path],
@@ -46,10 +31,8 @@ def _run(work_dir: Path, *, entry_script: str, distribution: str, code: dict[str
     launch = model_trainer_settings(bundle_members(TRAINING_CODE), source_dir="training_code")
     drivers = drivers_channel_files(model_trainer_sdk(), entry_script=entry_script, distribution=distribution,
                                     source_dir="training_code", requirements=None)
-    runs = run_hosts(work_dir, command=[*launch["container_entrypoint"], *launch["container_arguments"]],
+    return run_hosts(work_dir, command=[*launch["container_entrypoint"], *launch["container_arguments"]],
                      drivers=drivers, code=code, channels=channels, hyperparameters=hyperparameters)
-    assert [run.returncode for run in runs] == [0, 0], "\n".join(run.output[-4000:] for run in runs)
-    return runs
 
 
 @pytest.fixture(scope="module")
@@ -101,25 +84,3 @@ def test_under_the_torchrun_driver_the_hosts_form_one_group_at_algo_1(probe_view
     assert [(topology["launcher"], topology["rank"], topology["world_size"], topology["master_addr"],
              topology["master_port"]) for topology in topologies] == [
         ("torchrun", 0, 2, "algo-1", 7777), ("torchrun", 1, 2, "algo-1", 7777)]
-
-
-@pytest.fixture(scope="module")
-def entry_point_hosts(tmp_path_factory, synthetic_channel) -> dict[str, list[HostRun]]:
-    """Both entry points on two hosts under the torchrun driver, the job bundle as their code channel."""
-    return {script: _run(tmp_path_factory.mktemp(script), entry_script=script, distribution="torch_distributed",
-                         code=bundle_members(TRAINING_CODE), channels={"train": synthetic_channel},
-                         hyperparameters=TWO_HOSTS)
-            for script in ("train_ddp.py", "train_lightning.py")}
-
-
-@pytest.mark.parametrize("script", ["train_ddp.py", "train_lightning.py"])
-def test_both_entry_points_train_on_two_hosts_as_two_ranks_train_under_torchrun(entry_point_hosts, two_rank_runs,
-                                                                                script):
-    algo_1, algo_2 = entry_point_hosts[script]
-    # The driver started torchrun for two nodes, algo-2 as node 1
-    assert "--nnodes=2" in algo_2.output and "--node_rank=1" in algo_2.output
-    # Rank 0, on algo-1, printed the metrics and wrote the model where SageMaker packs it; algo-2 wrote none
-    assert any("val_ndcg@10" in parse_metrics(line) for line in algo_1.output.splitlines())
-    assert not (algo_2.root / "model" / "model.safetensors").exists()
-    # And the weights are those of two ranks on one host under a plain torchrun
-    assert_same_weights(load_file(algo_1.root / "model" / "model.safetensors"), two_rank_runs[script][0].weights())

@@ -55,17 +55,29 @@ def test_two_rank_torchrun_trains_and_writes_every_artifact(runs, script):
     metric_lines = [line for line in result.stdout.splitlines() if parse_metrics(line)]
     assert len([line for line in metric_lines if "val_ndcg@10" in line]) == 4  # three epoch ends + the final line
     assert "val_ndcg@10" in parse_metrics(metric_lines[-1])
-    # And the model folder holds weights, config, serving export and metrics; plots are in the output folder
+    # And the model folder holds weights, config, both serving exports and metrics; plots are in the output folder
     assert {p.name for p in dirs.model_dir.iterdir()} >= {"model.safetensors", "model_config.json", "model.pt",
-                                                          "metrics.json"}
+                                                          "model.pt2", "metrics.json"}
     metrics = json.loads((dirs.model_dir / "metrics.json").read_text())
     assert {"train_loss", "val_ndcg@10"} <= metrics.keys()
     assert {p.name for p in dirs.output_dir.iterdir()} >= {"loss.png", "ndcg.png"}
+    # And on CPU processes both the log and metrics.json say the run took the CPU's defaults
+    assert result.stdout.splitlines().count("defaults: cpu (each flag's own)") == 1 and metrics["defaults"] == "cpu"
 
 
 @pytest.mark.parametrize("script", ["train_ddp.py", "train_lightning.py"])
 def test_two_ranks_with_batch_b_equal_one_rank_with_batch_2b(runs, script):
     assert_same_weights(runs[script, 2][0].weights(), runs[script, 1][0].weights())
+
+
+@pytest.mark.parametrize("script", ["train_ddp.py", "train_lightning.py"])
+def test_a_run_without_the_portable_export_writes_every_other_artifact(runs, script):
+    # Given a run with --portable-export false (the one-rank runs: TINY_MODEL_FLAGS)
+    dirs, _ = runs[script, 1]
+    # Then its model folder holds what the two-rank run's holds, less model.pt2
+    written = {path.name for path in dirs.model_dir.iterdir()}
+    assert written == {path.name for path in runs[script, 2][0].model_dir.iterdir()} - {"model.pt2"}
+    assert {path.name for path in dirs.output_dir.iterdir()} >= {"loss.png", "ndcg.png"}
 
 
 def test_lightning_and_native_loops_agree(runs):
@@ -85,7 +97,9 @@ def test_exported_scorer_and_torchscript_agree_with_the_run(runs, synthetic_chan
     torch.testing.assert_close(torch.jit.load(str(dirs.model_dir / "model.pt"))(features), scores)
 
 
-# Long enough (many tiny steps) that a kill lands mid-run; checkpoints every 40 steps.
+# Long enough (many tiny steps) that a SIGTERM lands mid-run; checkpoints every 40 steps. (A process killed outright
+# resumes from the periodic checkpoint, which the same save_training_state writes: tests/reliability's rank killed
+# under torchrun, and test_model_selection's native run resumed from an epoch end's checkpoint.)
 RESUMABLE = ["--batch-size", "2", "--max-steps", "1200", "--checkpoint-every", "40", *TINY_MODEL_FLAGS,
              "--dropout", "0.2"]
 
@@ -105,20 +119,6 @@ def start_and_wait_for_checkpoint(args: list[str], dirs) -> subprocess.Popen:
         assert process.poll() is None and time.monotonic() < deadline, "the run ended before its first checkpoint"
         time.sleep(0.01)
     return process
-
-
-def test_resume_after_kill_ends_like_an_uninterrupted_run(tmp_path, channel_flags, uninterrupted):
-    # Given a run killed outright (no chance to save) after its first checkpoint
-    dirs = run_dirs(tmp_path)
-    process = start_and_wait_for_checkpoint(channel_flags + RESUMABLE + dirs.flags(), dirs)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    assert not (dirs.model_dir / "model.safetensors").exists()
-    # When the same command runs again
-    result = run_script("train_ddp.py", channel_flags + RESUMABLE + dirs.flags())
-    # Then it resumed mid-run and ends with the uninterrupted run's weights
-    assert "resumed from" in result.stdout
-    assert_same_weights(dirs.weights(), uninterrupted.weights())
 
 
 def test_sigterm_writes_a_checkpoint_then_a_second_run_finishes_identically(tmp_path, channel_flags, uninterrupted):
@@ -159,10 +159,12 @@ def test_ranks_started_with_mpirun_variables_train_together(tmp_path, channel_fl
 
 
 def test_default_run_on_letor_sample_beats_random_ranking_on_held_out_queries(tmp_path, letor_sample_dir):
-    # Given the real LETOR sample and no flags but the directories (whole queries are held out for validation)
+    # Given the real LETOR sample and no flags but the directories and two epochs (whole queries are held out for
+    # validation). The defaults' first epoch already clears the bar (NDCG@10 0.77); the default 30 epochs end by
+    # early stopping some nine epochs later with 0.79, a minute more of a loaded machine that this test does not need
+    # (early stopping has its own tests, test_model_selection.py)
     dirs = run_dirs(tmp_path)
-    # (the defaults train until early stopping, up to 30 epochs: minutes on a loaded machine)
-    result = run_script("train_ddp.py", ["--train", str(letor_sample_dir), *dirs.flags()], timeout=600)
+    result = run_script("train_ddp.py", ["--train", str(letor_sample_dir), "--epochs", "2", *dirs.flags()])
     # Then NDCG@10 on the held-out queries clears 0.72 (a random ranking scores about 0.65)
     final = parse_metrics(result.stdout.strip().splitlines()[-1])
     assert final["val_ndcg@10"] >= 0.72

@@ -21,8 +21,12 @@ ENTRY_POINTS = ("train_ddp.py", "train_lightning.py")
 TRACKED_EXPERIMENT = "ranker-synthetic"
 TRACKED_OUTPUT_PATH = "s3://ranker-artifacts-example/models/"
 
+# model.pt2, torch.export's trace of the scorer, costs seconds of CPU at the end of every run: the runs that never read
+# it leave it out. The session's two_rank_runs write it (test_training_runs.py checks every artifact), and so does
+# the serving tests' job (test_portable_export.py scores with it).
+NO_PORTABLE_EXPORT = ["--portable-export", "false"]
 # Small enough that a 2-rank run takes seconds on 2 CPU cores; no dropout so ranks need not share RNG streams.
-TINY_MODEL_FLAGS = ["--width", "16", "--num-layers", "3", "--dropout", "0", "--log-every", "4"]
+TINY_MODEL_FLAGS = ["--width", "16", "--num-layers", "3", "--dropout", "0", "--log-every", "4", *NO_PORTABLE_EXPORT]
 # 64 queries, 2 ranks x 4 queries, 3 epochs. The pointwise loss, because the listwise loss is blind to per-query score
 # shifts: parameters that only shift scores get rounding-noise gradients, which Adam amplifies to step-sized
 # differences between any two reduction orders (1 rank vs 2), however correct both are.

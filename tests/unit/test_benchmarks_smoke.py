@@ -260,9 +260,9 @@ def test_data_pipeline_at_a_tiny_size_writes_its_section_and_says_the_gpu_figure
     # Given a doc with another benchmark's section and no GPU figures
     doc = tmp_path / "benchmarks.md"
     write_section("trigger_latency", "Trigger", "kept as is", doc=doc)
-    # When the data benchmark runs at a tiny size, with two job runs and the imports of this revision as a baseline
-    data_pipeline.main([*TINY_RUN, "--job-repeats", "2", "--import-repeats", "1", "--import-baseline", "HEAD",
-                        "--doc", str(doc)])
+    # When the data benchmark runs at a tiny size, with two job runs (a baseline revision's tree has its own test below:
+    # its entry points' imports are timed as this tree's are)
+    data_pipeline.main([*TINY_RUN, "--job-repeats", "2", "--import-repeats", "1", "--doc", str(doc)])
     # Then its section holds a row per stage with positive rates, says there is nothing to compare with,
     # and leaves the other section alone
     section = _section(doc, "data-pipeline")
@@ -289,16 +289,32 @@ def test_data_pipeline_at_a_tiny_size_writes_its_section_and_says_the_gpu_figure
     assert list(phase_rows) == [*timeline.PHASES, "exit"]
     reached = [float(cells[0].split("(")[0]) for cells in phase_rows.values()]
     assert reached == sorted(reached) and reached[-1] == pytest.approx(float(job_rows[0][4]), abs=0.01)
-    # and both entry points' imports were timed, before (the baseline revision) and in this tree, beside torch's
+    # and both entry points' imports were timed, beside torch's and Lightning's
     import_rows = {(line.split("|")[1].strip(), line.split("|")[2].strip()): line.split("|")
                    for line in section.splitlines() if line.startswith(("| train_", "| `import"))}
     assert set(import_rows) == {("`import torch` alone", "-"), ("`import lightning` alone", "-")} | {
-        (script, code) for script in data_pipeline.ENTRY_POINTS for code in ("before (`HEAD`)", "this tree")}
+        (script, "this tree") for script in data_pipeline.ENTRY_POINTS}
     assert all(float(row[3]) > 0 for row in import_rows.values())
     assert "lightning" in import_rows["train_lightning.py", "this tree"][4]
     assert "No GPU figures to compare with" in section
     assert _section(doc, "trigger_latency").strip().endswith("kept as is")
     assert "| stream" in capsys.readouterr().out
+
+
+def test_a_baseline_revision_is_training_code_as_that_commit_holds_it(tmp_path):
+    # Given a revision (`--import-baseline REF`, `--job-baseline REF`): the benchmark runs its entry points beside this
+    # tree's, so it needs that revision's training_code/ as a folder of its own
+    committed = subprocess.run(["git", "ls-tree", "-r", "--name-only", "HEAD", "training_code"], cwd=PROJECT_ROOT,
+                               capture_output=True, text=True, check=True).stdout.split()
+    # When it is unpacked
+    tree = data_pipeline.revision_tree("HEAD", tmp_path)
+    # Then it is a folder of its own holding exactly the revision's files, as the revision holds them
+    assert tree.is_relative_to(tmp_path) and (tree / "train_ddp.py").is_file()
+    unpacked = sorted(path.relative_to(tree.parent).as_posix() for path in tree.rglob("*") if path.is_file())
+    assert unpacked == sorted(committed)
+    for name in ("training_code/train_ddp.py", "training_code/train_lightning.py"):
+        assert (tree.parent / name).read_bytes() == subprocess.run(["git", "show", f"HEAD:{name}"], cwd=PROJECT_ROOT,
+                                                                   capture_output=True, check=True).stdout
 
 
 def test_data_pipeline_counts_the_loaders_each_recorded_gpu_rate_needs(tmp_path):
@@ -421,6 +437,33 @@ def test_the_second_gpu_pays_for_itself_from_fixed_cost_over_saving_per_epoch():
     statement = payoff_statement([run(1, 20.0, 30.0), run(2, 10.0, 23.0)], epochs=10)
     # 1 s saved per epoch against 3 s more fixed cost: 3 epochs
     assert "from 3.0 epochs on" in statement and "faster at 10" in statement
+
+
+def test_the_fixed_cost_table_gives_each_entry_point_and_code_the_medians_of_its_runs():
+    from benchmarks.ranking.time_to_model import THIS_TREE, Run, fixed_cost_table
+
+    def run(code: str, first_step: float, tail: float, wall: float) -> Run:
+        marks = {"imported": 1.0, "first step": first_step, "trained": 10.0, "exported": 10.0 + tail}
+        return Run("native", 1, {"exit": wall}, 0.9, phase_marks=marks, code=code)
+
+    # Given three runs of this tree and three of a baseline, alternating, and a LightGBM run without a timeline
+    runs = [run(THIS_TREE, 3.0, 1.0, 12.0), run("before", 4.0, 2.0, 14.0), run(THIS_TREE, 2.0, 1.5, 11.0),
+            run("before", 5.0, 2.5, 15.0), run(THIS_TREE, 9.0, 0.5, 20.0), run("before", 4.5, 1.0, 13.0),
+            Run("LightGBM lambdarank", 0, {"exit": 5.0}, 0.8)]
+    rows = [line.split(" | ") for line in fixed_cost_table(runs).splitlines()[2:]]
+    # Then one row per code: launch to first step, last step to export, their sum and launch to exit, each the median
+    # over the code's runs (the sums' median: 3 + 1, 2 + 1.5, 9 + 0.5 give 4.0)
+    assert [row[2:] for row in rows] == [[THIS_TREE, "3", "3.00", "1.00", "4.00", "12.00 |"],
+                                         ["before", "3", "4.50", "2.00", "6.00", "14.00 |"]]
+
+
+def test_time_to_model_refuses_an_unknown_run_before_it_writes_any_data(tmp_path, capsys):
+    from benchmarks.ranking import time_to_model
+
+    with pytest.raises(SystemExit):
+        time_to_model.main(["--device", "cpu", "--runs", "native,lightgbn", "--work", str(tmp_path / "work")])
+    assert "--runs: lightgbn is not a run; choose from native, lightning, plain, lightgbm" in capsys.readouterr().err
+    assert not (tmp_path / "work").exists()
 
 
 @pytest.mark.slow

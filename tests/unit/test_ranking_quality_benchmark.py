@@ -33,23 +33,31 @@ def test_the_table_holds_each_run_against_lightgbm_from_the_same_dataset_with_it
               "evaluation end": 9.5, "exit": 10.0}
     peer = Run("LightGBM lambdarank", 0, events, 0.80, note="early stopping",
                curve=[(3.5, 0.70), (4.5, 0.78), (6.0, 0.78), (7.0, 0.75)])
-    trainer = Run("train_ddp.py, shipped defaults", 1, events, 0.795, curve=[(5.0, 0.72), (8.0, 0.79)])
+    trainer = Run("train_ddp.py, shipped defaults", 1, events, 0.795, curve=[(5.0, 0.72), (8.0, 0.79)],
+                  phase_marks={"imported": 1.5, "first step": 3.2, "trained": 9.0, "exported": 9.7})
     args = type("Args", (), {"device": "cpu", "gpus": 1, "threads": 1, "lightgbm_patience": 50,
                              "lightgbm_rounds": 5000, "patience_replay": []})()
     body = ranking_quality.render({"search": [(trainer, "exports step 7 (epoch 1)"), (peer, peer.note)]},
                                   {"search": "a description"}, args, "a machine")
     # Each run's test NDCG@10 against LightGBM's, its best validation and when it was reached (a tie keeps the
-    # earlier round), launch to model and training
-    assert ("| search | train_ddp.py, shipped defaults | 0.7950 | -0.0050 | 0.7900 | 8.0 | 10.0 | 6.0 | "
+    # earlier round), launch to model and training, and an entry point's fixed cost from its timeline: launch to the
+    # first step (3.2 s) plus the last step to the model exported (0.7 s)
+    assert ("| search | train_ddp.py, shipped defaults | 0.7950 | -0.0050 | 0.7900 | 8.0 | 10.0 | 6.0 | 3.9 | "
             "exports step 7 (epoch 1) |") in body
-    assert "| search | LightGBM lambdarank | 0.8000 | +0.0000 | 0.7800 | 4.5 | 10.0 | 6.0 | early stopping |" in body
+    assert ("| search | LightGBM lambdarank | 0.8000 | +0.0000 | 0.7800 | 4.5 | 10.0 | 6.0 | - | early stopping |"
+            in body)
     # And the curve: the best validation by doubling times since launch, to past the longest run
     assert "| search | 2 s | 4 s | 8 s | 16 s |" in body
     assert "| train_ddp.py, shipped defaults | - | - | 0.7900 | 0.7900 |" in body
     assert "| LightGBM lambdarank | - | 0.7000 | 0.7800 | 0.7800 |" in body
     assert "stopped after 50 rounds without a better NDCG@10 on their validation queries (at most 5,000)" in body
-    # And the model the trainers ran, as the code ships it
-    assert f"{model_line([SHIPPED_MODEL])}\n- The trainers' shipped defaults: up to {TrainConfig().epochs} epochs" in body
+    # And the model the trainers ran, as the code ships it for the device the table was measured on
+    assert (f"{model_line([SHIPPED_MODEL])}\n- The trainers' shipped defaults on CPU: width 128, the batch chosen from "
+            "the queries, up to 30 epochs, early stopping after 5 validations") in body
+    args.device = "cuda"
+    body = ranking_quality.render({"search": [(trainer, "")]}, {"search": ""}, args, "a machine")
+    assert ("- The trainers' shipped defaults on GPU: width 2048, 32 queries a step, up to 100 epochs, early stopping "
+            "after 10 validations") in body
 
 
 def test_each_patience_is_replayed_on_a_run_trained_without_early_stopping():
@@ -202,14 +210,15 @@ def test_lightgbm_runs_before_the_trainers_and_its_row_stays_last(tmp_path, monk
         (work / f"{name}-{gpus}" / "model" / "metrics.json").write_text('{"exported_step": 7, "exported_epoch": 1}')
         return Run(entry_point, gpus, {"exit": 1.0}, 0.8)
 
-    def peer(train, test, rounds, work, env, threads=None, name="lightgbm", early_stopping=0):
+    def peer(train, test, rounds, work, env, threads=None, name="lightgbm", early_stopping=0, python=None):
         launched.append(name)
         return Run("LightGBM lambdarank", 0, {"exit": 1.0}, 0.7, note="early stopping")
 
     monkeypatch.setattr(ranking_quality, "run_project", trainer)
     monkeypatch.setattr(ranking_quality, "run_lightgbm", peer)
     args = type("Args", (), {"runs": ["native", "lightning", "lightgbm"], "variants": [("native", ("--bins", "8"))],
-                             "gpus": 1, "lightgbm_rounds": 5000, "threads": None, "lightgbm_patience": 50})()
+                             "gpus": 1, "lightgbm_rounds": 5000, "threads": None, "lightgbm_patience": 50,
+                             "lightgbm_python": "python3"})()
     results = ranking_quality.run_dataset("search", tmp_path / "train", tmp_path / "test", args, tmp_path, {})
     assert launched == ["search-lightgbm", "search-native", "search-lightning", "search-variant-bins-8"]
     assert [run.name for run, _ in results] == ["train_ddp.py, shipped defaults", "train_lightning.py, shipped defaults",

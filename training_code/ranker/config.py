@@ -209,6 +209,10 @@ class TrainConfig:
     """Steps between metric lines; the loss is read from the device only then."""
     checkpoint_every: int = field(default=200, metadata=allowed(minimum=0))
     """Steps between checkpoints (0 disables periodic ones; SIGTERM still writes one)."""
+    portable_export: bool = True
+    """Also write `model.pt2`, the scorer as a `torch.export` program that loads without this package
+    (ranker.model.portable, docs/scoring.md). False leaves it out: tracing the scorer takes seconds of CPU at the
+    end of every run, which a run whose model is served from `model.pt` or the handler need not spend."""
     switches: PathSwitches = field(default_factory=PathSwitches, metadata={"flag": False})
     """The fast paths' switches, for the benchmarks' ablations (not flags: a run takes every fast path its torch and
     hardware allow, ranker.gpu.fast_paths)."""
@@ -229,11 +233,58 @@ class PathsConfig:
 
 
 @dataclass(frozen=True)
+class HardwareDefaults:
+    """Defaults sized for the devices a run trains on: each replaces its field's default where no flag sets that field
+    (a flag always wins, even one set to the default's own value)."""
+
+    name: str
+    """What rank 0's log and metrics.json say the run's defaults were sized for: `cpu` or `gpu`."""
+    values: tuple[tuple[str, Any], ...] = ()
+    """(`section.field`, value) pairs in place of the fields' own defaults."""
+
+    def config(self) -> RunConfig:
+        """The shipped defaults on these devices (no channels)."""
+        sections: dict[str, dict[str, Any]] = {"model": {}, "train": {}}
+        for key, value in self.values:
+            section, name = key.split(".", 1)
+            sections[section][name] = value
+        return RunConfig(model=ModelConfig(**sections["model"]), train=TrainConfig(**sections["train"]), defaults=self)
+
+
+# The CPU keeps the fields' own defaults, sized for the 2-core demo. A GPU trains a wider model on smaller batches for
+# longer, chosen from a single measurement on one H200 host that benchmarks.ranking.ranking_gpu_defaults repeats
+# (docs/benchmarks.md, defaults sized for the hardware).
+HARDWARE_DEFAULTS = {
+    "cpu": HardwareDefaults("cpu"),
+    "cuda": HardwareDefaults("gpu", (("model.width", 2048), ("train.batch_size", 32), ("train.epochs", 100),
+                                     ("train.early_stopping", 10))),
+}
+
+
+def hardware_defaults(device_type: str) -> HardwareDefaults:
+    """The defaults for a run on `device_type` (`torch.device.type`): the GPU's on `cuda`, else the CPU's."""
+    return HARDWARE_DEFAULTS.get(device_type, HARDWARE_DEFAULTS["cpu"])
+
+
+@dataclass(frozen=True)
 class RunConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
+    defaults: HardwareDefaults = HARDWARE_DEFAULTS["cpu"]
+    """The defaults the run took, sized for its devices."""
+    flags_over_defaults: tuple[str, ...] = ()
+    """The flags the user set where `defaults` has a value of its own (`--batch-size`): theirs won."""
+
+    def describe_defaults(self) -> str:
+        """Rank 0's log line saying which defaults the run took and which flags replaced them."""
+        if not self.defaults.values:
+            return f"defaults: {self.defaults.name} (each flag's own)"
+        taken = " ".join(f"{flag_name(key.split('.', 1)[1])} {value}" for key, value in self.defaults.values
+                         if flag_name(key.split(".", 1)[1]) not in self.flags_over_defaults)
+        overridden = f"; set by flag instead: {' '.join(self.flags_over_defaults)}" if self.flags_over_defaults else ""
+        return f"defaults: {self.defaults.name} ({taken or 'none taken'}){overridden}"
 
 
 def parse_bool(text: str) -> bool:
@@ -338,7 +389,9 @@ _ENVIRONMENT_DEFAULT_TEXT = {
 
 
 def _default_text(config_field: dataclasses.Field) -> str:
-    return _ENVIRONMENT_DEFAULT_TEXT.get(config_field.name, repr(config_field.default))
+    on_gpu = [value for key, value in HARDWARE_DEFAULTS["cuda"].values if key.endswith(f".{config_field.name}")]
+    own = _ENVIRONMENT_DEFAULT_TEXT.get(config_field.name, repr(config_field.default))
+    return f"{own}; {on_gpu[0]!r} on a GPU" if on_gpu else own
 
 
 def environment_defaults(env: Mapping[str, str]) -> dict[str, object]:
@@ -356,22 +409,28 @@ def environment_defaults(env: Mapping[str, str]) -> dict[str, object]:
     return defaults
 
 
-def parse_config(argv: Sequence[str], env: Mapping[str, str] = os.environ, description: str = "") -> RunConfig:
-    """The one place hyperparameters and directories are read: flags win over the environment.
+def parse_config(argv: Sequence[str], env: Mapping[str, str] = os.environ, description: str = "",
+                 device_type: str = "cpu") -> RunConfig:
+    """The one place hyperparameters and directories are read: flags win over the environment and over the defaults
+    sized for `device_type`, the `torch.device.type` the run trains on (`hardware_defaults`).
 
     Raises ConfigError, before any data is read, for the first flag or setting the run cannot take."""
     parser = build_parser(description)
     namespace, unknown = parser.parse_known_args(list(argv))
     if unknown:
         raise ConfigError(f"unknown flag(s) {unknown}: remove them or use one of the flags listed by --help")
-    values = {**environment_defaults(env), **vars(namespace)}
+    # The parser sets only the flags given (argparse.SUPPRESS), so a flag set to a default's own value still wins.
+    flagged, hardware = vars(namespace), hardware_defaults(device_type)
+    values = {**environment_defaults(env), **dict(hardware.values), **flagged}
     values.setdefault("paths.checkpoint_dir", sagemaker_paths.checkpoint_dir(env, values["paths.output_data_dir"]))
     sections: dict[str, dict[str, object]] = {"model": {}, "data": {}, "train": {}, "paths": {}}
     for key, value in values.items():
         section, name = key.split(".", 1)
         sections[section][name] = value
     config = RunConfig(model=ModelConfig(**sections["model"]), data=DataConfig(**sections["data"]),
-                       train=TrainConfig(**sections["train"]), paths=PathsConfig(**sections["paths"]))
+                       train=TrainConfig(**sections["train"]), paths=PathsConfig(**sections["paths"]),
+                       defaults=hardware, flags_over_defaults=tuple(flag_name(key.split(".", 1)[1])
+                                                                    for key, _ in hardware.values if key in flagged))
     validate(config)
     return config
 

@@ -39,15 +39,25 @@ PIPELINE = {"Resources": {
         "EventPattern": TUNING_PATTERN, "Targets": [{"Arn": {"Fn::GetAtt": ["Trigger", "Arn"]}, "Id": "0"}]}},
     "OtherRule": {"Type": "AWS::Events::Rule", "Properties": {
         "EventPattern": {"source": ["aws.s3"]}, "Targets": [{"Arn": {"Ref": "Topic"}, "Id": "0"}]}},
+    "Deployment": {"Type": "Custom::CDKBucketDeployment", "Properties": {
+        "SourceBucketNames": [{"Fn::Sub": "cdk-assets-${AWS::AccountId}-${AWS::Region}"}],
+        "SourceObjectKeys": ["ef56.zip"], "DestinationBucketName": {"Fn::ImportValue": "proj-data-bucket"},
+        "DestinationBucketKeyPrefix": "model-trainer/ef56/"}},
 }}
+
+DEPLOYED_FILES = {"code/train.py": "print('train')\n", "sm_drivers/torchrun/train.py/sm_train.sh": "#!/bin/bash\n"}
 
 
 @pytest.fixture
 def assembly(tmp_path: Path) -> Path:
-    """A two-stack cloud assembly with a cross-stack export, a folder asset (the function) and a file asset."""
+    """A two-stack cloud assembly with a cross-stack export, folder assets (the function, a BucketDeployment's files)
+    and a file asset."""
     (tmp_path / "stateful.template.json").write_text(json.dumps(STATEFUL))
     (tmp_path / "pipeline.template.json").write_text(json.dumps(PIPELINE))
     (tmp_path / f"asset.{ASSET_HASH}").mkdir()
+    for name, content in DEPLOYED_FILES.items():
+        (tmp_path / "asset.ef56" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "asset.ef56" / name).write_text(content)
     (tmp_path / "asset.cd34.tar.gz").write_bytes(b"source bundle")
     destination = {"bucketName": "cdk-assets-${AWS::AccountId}-${AWS::Region}"}
     (tmp_path / "pipeline.assets.json").write_text(json.dumps({"files": {
@@ -55,6 +65,8 @@ def assembly(tmp_path: Path) -> Path:
                      "destinations": {"current": {**destination, "objectKey": f"{ASSET_HASH}.zip"}}},
         "cd34": {"source": {"path": "asset.cd34.tar.gz", "packaging": "file"},
                  "destinations": {"current": {**destination, "objectKey": "cd34.gz"}}},
+        "ef56": {"source": {"path": "asset.ef56", "packaging": "zip"},
+                 "destinations": {"current": {**destination, "objectKey": "ef56.zip"}}},
     }}))
     return tmp_path
 
@@ -107,6 +119,21 @@ def test_file_assets_are_published_where_the_template_expects_them(assembly, mot
     bucket = f"cdk-assets-{local_account_id(moto.url)}-{LOCAL_REGION}"
     body = local_client("s3", moto.url).get_object(Bucket=bucket, Key="cd34.gz")["Body"].read()
     assert body == b"source bundle"
+
+
+def test_a_bucket_deployments_files_are_unpacked_under_its_prefix(assembly, moto):
+    # Given the assembly on the local endpoint, with a BucketDeployment of a folder asset into the data bucket
+    resources = LocalStackResources(assembly, moto.url)
+
+    # When the deployments run, as `cdk deploy` runs CDK's handler for each
+    resources.run_bucket_deployments()
+
+    # Then each file of the folder is an object under the destination prefix, at its path inside the folder
+    s3 = local_client("s3", moto.url)
+    bucket = resources.resolve("pipeline", {"Fn::ImportValue": "proj-data-bucket"})
+    objects = s3.list_objects_v2(Bucket=bucket, Prefix="model-trainer/ef56/")["Contents"]
+    assert {entry["Key"]: s3.get_object(Bucket=bucket, Key=entry["Key"])["Body"].read().decode()
+            for entry in objects} == {f"model-trainer/ef56/{name}": content for name, content in DEPLOYED_FILES.items()}
 
 
 def test_an_unsupported_intrinsic_is_refused_naming_it(assembly, moto):

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import io
-import json
-import tarfile
-
 import pytest
+from model_archives import model_json
 
 from local_mode.aws.s3_transfer import split_s3_uri
 
@@ -15,12 +12,6 @@ pytestmark = pytest.mark.slow
 TORCH_DISTRIBUTED = {"sagemaker_torch_distributed_enabled": "true", "sagemaker_instance_type": '"ml.m5.xlarge"'}
 SMDDP = {"sagemaker_distributed_dataparallel_enabled": "true", "sagemaker_instance_type": '"ml.m5.xlarge"',
          "sagemaker_distributed_dataparallel_custom_mpi_options": '""'}
-
-
-def model_json(s3, uri: str, member: str) -> dict:
-    bucket, key = split_s3_uri(uri)
-    with tarfile.open(fileobj=io.BytesIO(s3.get_object(Bucket=bucket, Key=key)["Body"].read())) as tar:
-        return json.loads(tar.extractfile(member).read())
 
 
 @pytest.mark.parametrize(("job_name", "distribution"), [("dist-torchrun", TORCH_DISTRIBUTED), ("dist-mpi", SMDDP)],

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ranker.data.channels import RankingData
@@ -30,9 +31,24 @@ class DeviceQueries:
 
     @classmethod
     def from_data(cls, data: RankingData, device: torch.device, max_docs: int | None = None) -> DeviceQueries:
-        features, labels, mask = data.padded(max_docs)
-        return cls(torch.from_numpy(features).to(device), torch.from_numpy(labels).to(device),
-                   torch.from_numpy(mask).to(device))
+        """`data` padded to `max_docs` documents a query (default: its longest query's), as `RankingData.padded`
+        lays it out, but padded on `device`: the documents alone go there and each is copied into its slot in one
+        indexed copy. On a GPU the host neither builds nor sends the padding (at MSLR-like query sizes as many bytes
+        as the documents); on a CPU the copy runs on every thread, where numpy's masked assignment runs on one
+        (docs/benchmarks.md, fixed cost)."""
+        max_docs = max_docs or data.max_docs
+        sizes = torch.from_numpy(np.diff(data.query_offsets)).to(device)
+        starts = torch.from_numpy(data.query_offsets[:-1]).to(device)
+        # Document d of query q goes to row q * max_docs + (d - the query's first document) of the padded rows.
+        slots = (torch.arange(len(data.labels), device=device)
+                 + torch.repeat_interleave(torch.arange(len(sizes), device=device) * max_docs - starts, sizes))
+        padded_rows = len(sizes) * max_docs
+        features = torch.zeros(padded_rows, data.num_features, device=device).index_copy_(
+            0, slots, _documents(data.features).to(device, torch.float32))
+        labels = torch.zeros(padded_rows, device=device).index_copy_(
+            0, slots, _documents(data.labels).to(device, torch.float32))
+        mask = torch.arange(max_docs, device=device) < sizes[:, None]
+        return cls(features.view(len(sizes), max_docs, data.num_features), labels.view(len(sizes), max_docs), mask)
 
     @property
     def num_queries(self) -> int:
@@ -40,6 +56,11 @@ class DeviceQueries:
 
     def gather(self, query_indices: torch.Tensor) -> Batch:
         return self.features[query_indices], self.labels[query_indices], self.mask[query_indices]
+
+
+def _documents(rows: np.ndarray) -> torch.Tensor:
+    """A tensor over `rows` (only read: a read-only map of binary shards is copied first, as torch asks)."""
+    return torch.from_numpy(rows if rows.flags.writeable else np.array(rows))
 
 
 AUTO_BATCH_MIN = 16

@@ -9,7 +9,7 @@ noise, graded 0-4 within each query, so a model can learn it and NDCG tells how 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -50,11 +50,11 @@ def generate(num_queries: int, docs_per_query: int = 32, num_features: int = 136
     features = features.astype(np.float32)
     relevance = np.tanh(features @ projection * 4 - 2 * projection.sum(axis=0)) @ readout
     relevance += rng.normal(scale=0.3 * relevance.std(), size=num_docs)
-    labels = _grades_within_queries(relevance, offsets)
+    labels = grades_within_queries(relevance, offsets)
     return RankingData(features, labels, offsets)
 
 
-def _grades_within_queries(relevance: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+def grades_within_queries(relevance: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Grade 0-4 by each document's rank within its own query (`_GRADE_QUANTILES` of the query's documents)."""
     sizes = np.diff(offsets)
     query = np.repeat(np.arange(len(sizes)), sizes)
@@ -158,6 +158,18 @@ def generator_parser(description: str, docs_per_query: int) -> argparse.Argument
     parser.add_argument("--seed", type=int, default=0,
                         help="seed for the documents and label noise (the relevance function is fixed)")
     return parser
+
+
+def write_named_file(description: str, generate: Callable[..., RankingData], kind: str,
+                     argv: Sequence[str] | None) -> None:
+    """A generator's command that writes one file with a `qid:` column, named by `--name` (rank.test for a test
+    channel): `generate(queries, docs_per_query, features, seed)` of `kind` data."""
+    parser = generator_parser(description, docs_per_query=120)
+    parser.add_argument("--name", default="rank.train", help="file name (rank.test for a test channel)")
+    args = parser.parse_args(argv)
+    path = write_letor(generate(args.queries, args.docs_per_query, args.features, args.seed), args.output,
+                       with_qid=True, name=args.name)
+    print(f"wrote {args.queries} queries of {kind} data ({args.features} features) to {path}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ranker.data.ranking_data import RankingData
-from ranker.data.synthetic import generator_parser, write_letor
+from ranker.data.synthetic import write_named_file
 
 # The ranking problem (feature distributions, rules, grade levels) depends on the feature count only, so files
 # written with different seeds (training and test channels) are samples of one problem.
@@ -110,14 +110,20 @@ def query_sizes(num_queries: int, docs_per_query: int, rng: np.random.Generator)
     return np.clip(np.rint(drawn), max(1, docs_per_query // 8), 2 * docs_per_query).astype(np.int64)
 
 
-def generate(num_queries: int, docs_per_query: int = 120, num_features: int = 136, seed: int = 0) -> RankingData:
-    """`seed` draws the queries, documents and noise; the problem is the same for every seed."""
+def drawn_queries(num_queries: int, docs_per_query: int, seed: int) -> tuple[np.random.Generator, np.ndarray]:
+    """The generator `seed` starts, having drawn the queries' sizes (`query_sizes`), and their offsets."""
     if num_queries < 1 or docs_per_query < 1:
         raise ValueError(f"queries, docs_per_query: {num_queries}, {docs_per_query}: use at least 1 of each")
-    problem = _problem(num_features)
     rng = np.random.default_rng(seed)
     sizes = query_sizes(num_queries, docs_per_query, rng)
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    return rng, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+def generate(num_queries: int, docs_per_query: int = 120, num_features: int = 136, seed: int = 0) -> RankingData:
+    """`seed` draws the queries, documents and noise; the problem is the same for every seed."""
+    rng, offsets = drawn_queries(num_queries, docs_per_query, seed)
+    problem = _problem(num_features)
+    sizes = np.diff(offsets)
     # A query's counts share one scale (a popular query has large counts on every document).
     count_scale = np.repeat(np.exp(rng.normal(0, 0.7, num_queries)), sizes)
     features = _features(problem, rng, int(offsets[-1]), count_scale)
@@ -128,12 +134,7 @@ def generate(num_queries: int, docs_per_query: int = 120, num_features: int = 13
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = generator_parser(__doc__, docs_per_query=120)
-    parser.add_argument("--name", default="rank.train", help="file name (rank.test for a test channel)")
-    args = parser.parse_args(argv)
-    path = write_letor(generate(args.queries, args.docs_per_query, args.features, args.seed), args.output,
-                       with_qid=True, name=args.name)
-    print(f"wrote {args.queries} queries of search-like data ({args.features} features) to {path}")
+    write_named_file(__doc__, generate, "search-like", argv)
 
 
 if __name__ == "__main__":

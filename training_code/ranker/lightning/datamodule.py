@@ -18,9 +18,8 @@ from ranker.config import DataConfig, RunConfig
 from ranker.data.batches import Batch, DeviceQueries, EpochBatches
 from ranker.data.channels import RankingData
 from ranker.data.sharded_channel import Agreement
+from ranker.training import engine
 from ranker.training.session import TrainingData, epoch_batches, evaluation_part
-
-EVALUATION_BATCH_QUERIES = 256
 
 
 class StepAlignedBatches:
@@ -39,12 +38,11 @@ class StepAlignedBatches:
 
 
 class EvaluationBatches:
-    """One rank's contiguous slice of the queries in batches of `batch_queries`: the ranks score disjoint queries and
-    the module adds their totals up."""
+    """One rank's contiguous slice of the queries in batches of `batch_queries` (default: the native loop's for their
+    device, engine.evaluation_batch_queries): the ranks score disjoint queries and the module adds their totals up."""
 
-    def __init__(self, queries: DeviceQueries, rank: int, world_size: int,
-                 batch_queries: int = EVALUATION_BATCH_QUERIES):
-        self.queries, self.batch_queries = queries, batch_queries
+    def __init__(self, queries: DeviceQueries, rank: int, world_size: int, batch_queries: int | None = None):
+        self.queries, self.batch_queries = queries, batch_queries or engine.evaluation_batch_queries(queries)
         self.start = queries.num_queries * rank // world_size
         self.stop = queries.num_queries * (rank + 1) // world_size
 

@@ -7,6 +7,7 @@ Its two configs are saved as hyperparameters, so `RankingModule.load_from_checkp
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import typing
 from collections.abc import Mapping
@@ -81,6 +82,8 @@ class RankingModule(L.LightningModule):
         """Where the training step replays its forward, loss and backward from CUDA graphs (`configure_model`)."""
         self.validation_metrics = query_means("val", with_loss=True)
         self.test_metrics = query_means("test", with_loss=False)
+        self.evaluation_threads = contextlib.ExitStack()
+        """Holds torch on one thread while a CPU scores validation or test batches (`on_validation_start`)."""
         # One query of one document: the model summary shows each layer's sizes and FLOPs per document.
         self.example_input_array = torch.zeros(1, 1, model_config.num_features)
 
@@ -137,12 +140,24 @@ class RankingModule(L.LightningModule):
         return {"optimizer": optimizer,
                 "lr_scheduler": {"scheduler": scheduler, "interval": "step", "name": "learning_rate"}}
 
+    def on_validation_start(self) -> None:
+        # On a CPU the evaluation batches are small (engine.evaluation_batch_queries) and torch scores them on one
+        # thread, as the native loop does: several times less CPU time than large batches split across the cores.
+        if self.device.type == "cpu":
+            self.evaluation_threads.enter_context(engine.one_torch_thread())
+
+    on_test_start = on_validation_start
+
     def on_validation_end(self) -> None:
+        self.evaluation_threads.close()
         # Each epoch's validation NDCG@10 (all ranks' queries, the same on every rank) drives the schedule's decay, as
         # in the native loop; Lightning's sanity check and the final validate() call are no epoch's validation.
         if self.trainer.sanity_checking or self.trainer.state.fn != TrainerFn.FITTING:
             return
         self.lr_schedulers().record_validation(float(self.trainer.callback_metrics[SELECTION_METRIC]))
+
+    def on_test_end(self) -> None:
+        self.evaluation_threads.close()
 
     # Validation and test score this rank's queries (ranker.lightning.datamodule.EvaluationBatches); the metric
     # objects are logged, so Lightning computes, logs and resets them at the end of the loop.

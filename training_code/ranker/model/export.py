@@ -4,7 +4,8 @@
 - `model_config.json`: the architecture, the encoding's settings and the `log1p` flag;
 - `model.pt`: a TorchScript export (log1p and the encoding included) that serves without this package;
 - `metrics.json`: final `train_loss`, `val_ndcg@k` and, with a test channel, `test_ndcg@k` of the exported weights,
-  and `exported_step` / `exported_epoch`: the optimizer steps and epochs done when those weights were validated best.
+  `exported_step` / `exported_epoch`: the optimizer steps and epochs done when those weights were validated best, and
+  `defaults`: the devices the run's defaults were sized for (`cpu` or `gpu`, ranker.config.HARDWARE_DEFAULTS).
 
 Beside them the training session writes `model.pt2` (ranker.model.portable) and the inference handler's `code/`
 (ranker.serving.package); docs/scoring.md says how each is used.
@@ -41,7 +42,7 @@ class Scorer(nn.Module):
 
 
 def save_model(model_dir: Path, model: RankingMLP, config: ModelConfig, log1p: bool,
-               metrics: dict[str, float]) -> Scorer:
+               metrics: dict[str, float | str]) -> Scorer:
     """Writes the files above; returns the scorer the TorchScript file holds, built from the files written (what
     `load_scorer` gives), for further exports to take without building it again."""
     model_dir = Path(model_dir)

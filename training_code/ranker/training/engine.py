@@ -7,7 +7,7 @@ never waits on Python between steps.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -217,21 +217,42 @@ def learning_rate(scheduler: torch.optim.lr_scheduler.LRScheduler) -> float:
 # On a CPU, each evaluation batch holds about this many documents: the per-feature embedding's activations (136
 # features x 16 units x 4 bytes a document per layer) then stay in the core's cache instead of streaming through memory.
 CPU_EVALUATION_DOCUMENTS = 400
+GPU_EVALUATION_QUERIES = 256
+
+
+def evaluation_batch_queries(queries: DeviceQueries) -> int:
+    """Queries per evaluation batch of `queries` on their device: `GPU_EVALUATION_QUERIES` on a GPU; on a CPU about
+    CPU_EVALUATION_DOCUMENTS documents, scored with torch on one thread (`one_torch_thread`)."""
+    if queries.features.device.type != "cpu":
+        return GPU_EVALUATION_QUERIES
+    return max(1, CPU_EVALUATION_DOCUMENTS // max(queries.features.shape[1], 1))
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """torch on one thread inside, its thread count restored after: how a CPU scores small evaluation batches, whose
+    operators, split across cores, spend more time waiting for one another than computing."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 @torch.no_grad()
 def evaluate(model: nn.Module, queries: DeviceQueries, rank: int, world_size: int,
-             loss_function: LossFunction, batch_size: int = 256) -> torch.Tensor:
+             loss_function: LossFunction) -> torch.Tensor:
     """`[NDCG@k sums..., query count, loss sum]` over all ranks: each rank scores its contiguous slice of the
-    queries, then one all-reduce SUM adds the totals up. On a GPU `batch_size` queries at a time; on a CPU see
-    `_cpu_totals`."""
+    queries, then one all-reduce SUM adds the totals up. On a GPU `GPU_EVALUATION_QUERIES` queries at a time; on a
+    CPU see `_cpu_totals`."""
     was_training = model.training
     model.eval()
     start, stop = (queries.num_queries * rank) // world_size, (queries.num_queries * (rank + 1)) // world_size
     if queries.features.device.type == "cpu":
         totals = _cpu_totals(model, queries, start, stop, loss_function)
     else:
-        totals = _totals(model, queries, start, stop, batch_size, loss_function)
+        totals = _totals(model, queries, start, stop, GPU_EVALUATION_QUERIES, loss_function)
     model.train(was_training)
     return distributed.all_reduce_sum(totals)
 
@@ -259,19 +280,15 @@ def _cpu_totals(model: nn.Module, queries: DeviceQueries, start: int, stop: int,
     cache keep the activations out of memory: together several times less CPU time than large batches on every
     core, for the same scores."""
     threads = torch.get_num_threads()
-    batch_size = max(1, CPU_EVALUATION_DOCUMENTS // max(queries.features.shape[1], 1))
+    batch_size = evaluation_batch_queries(queries)
     cuts = [start + (stop - start) * part // threads for part in range(threads + 1)]
 
     def share(part: int) -> torch.Tensor:
         with torch.no_grad():  # grad mode is per thread
             return _totals(model, queries, cuts[part], cuts[part + 1], batch_size, loss_function)
 
-    torch.set_num_threads(1)
-    try:
-        with ThreadPoolExecutor(threads) as pool:
-            return torch.stack(list(pool.map(share, range(threads)))).sum(0)
-    finally:
-        torch.set_num_threads(threads)
+    with one_torch_thread(), ThreadPoolExecutor(threads) as pool:
+        return torch.stack(list(pool.map(share, range(threads)))).sum(0)
 
 
 def unwrap(model: nn.Module) -> nn.Module:

@@ -148,8 +148,14 @@ def run_training(train: Callable[[Session], None], argv: Sequence[str], descript
         train(start_session(argv, description))
 
 
+def run_config(argv: Sequence[str], description: str, env: Mapping[str, str] = os.environ) -> RunConfig:
+    """The run's configuration, its defaults sized for the device this process trains on (ranker.config's
+    HARDWARE_DEFAULTS): what both entry points train with."""
+    return parse_config(argv, env, description, distributed.device_for(distributed.detect_topology(env)).type)
+
+
 def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] = os.environ) -> Session:
-    config = parse_config(argv, env, description)
+    config = run_config(argv, description, env)
     topology = distributed.detect_topology(env)
     device, backend, path = plan_training(config, topology)
     # Before CUDA is initialised (the process group sets the device): the text parser's worker processes can then
@@ -176,12 +182,13 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
 
 def plan_training(config: RunConfig, topology: Topology) -> tuple[torch.device, str, fast_paths.TrainingPath]:
     """This process's device, backend and training path (ranker.gpu.fast_paths). Rank 0 logs the path as the run's
-    first line, in both entry points: what runs where, and why each fast path not taken is not."""
+    first line, in both entry points: what runs where, and why each fast path not taken is not; then the defaults the
+    run took (those of its device) and the flags that replaced them."""
     device = distributed.device_for(topology)
     backend = distributed.resolve_backend(config.train.backend, topology, device.type == "cuda")
     path = fast_paths.choose(config.train, device.type, topology.world_size, backend)
     if topology.is_main:
-        print(path.describe(), flush=True)
+        print(f"{path.describe()}\n{config.describe_defaults()}", flush=True)
     return device, backend, path
 
 
@@ -305,9 +312,11 @@ def write_artifacts(config: RunConfig, model_config: ModelConfig, model: torch.n
     the output folder (call on rank 0 only): what every entry point leaves behind. The plots are drawn in a child
     process meanwhile."""
     plotting = plots.start_plotting(history, config.paths.output_data_dir, final_metrics)
-    scorer = export.save_model(config.paths.model_dir, model, model_config, config.data.log1p, final_metrics)
+    scorer = export.save_model(config.paths.model_dir, model, model_config, config.data.log1p,
+                               {**final_metrics, "defaults": config.defaults.name})
     timeline.mark("model written")
-    portable.save_exported_program(config.paths.model_dir, scorer)
+    if config.train.portable_export:
+        portable.save_exported_program(config.paths.model_dir, scorer)
     serving_package.write_serving_code(config.paths.model_dir)
     plotting.wait()
     timeline.mark("exported")
