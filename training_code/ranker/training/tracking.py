@@ -32,6 +32,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ranker.config import flag_sections
+
 TRACKING_URI_VARIABLE = "MLFLOW_TRACKING_URI"
 EXPERIMENT_VARIABLE = "MLFLOW_EXPERIMENT_NAME"
 RUN_ID_VARIABLE = "MLFLOW_RUN_ID"
@@ -88,8 +90,8 @@ def tracked_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
 def run_parameters(config: Any) -> dict[str, str]:
     """Every flag of a RunConfig as `<concern>.<field>`: `train.learning_rate`, `model.hidden_dims`, ..."""
     parameters = {}
-    for concern, values in dataclasses.asdict(config).items():
-        for name, value in _flattened(values):
+    for concern, section in flag_sections(config).items():
+        for name, value in _flattened(dataclasses.asdict(section)):
             parameters[f"{concern}.{name}"] = str(value)
     return parameters
 
