@@ -39,8 +39,9 @@ from local_mode.container.container_entrypoint import (
 )
 from local_mode.container.container_layout import HostFolder, host_names, input_data_config, resource_config
 from local_mode.job_runtime.job_log_streams import HostLogStreams
-from local_mode.job_runtime.mlflow_tracking import job_environment, mlflow_details
+from local_mode.job_runtime.mlflow_tracking import job_environment, loopback_ports, mlflow_details
 from local_mode.container.launcher import installed_mpirun, launcher_for, plan_launches
+from local_mode.container.loopback_relay import LoopbackRelay
 from local_mode.aws.mlflow_server import LocalMlflowServer
 from local_mode.aws.network import free_port
 from local_mode.container.process_group import LogSink, ProcessGroup
@@ -149,8 +150,12 @@ def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_
     with ExitStack() as container:
         container.callback(close_logs)
         if command:
-            launches = plan_container_launches(command, folders=folders, environments=environments,
-                                               network=container.enter_context(JobNetwork()), python=settings.python,
+            network = container.enter_context(JobNetwork())
+            # The machine's loopback ports the hosts call (a tracking server's), at the same address in their network.
+            for port in sorted(set().union(*map(loopback_ports, environments.values()))):
+                container.enter_context(LoopbackRelay(network.enter(), port))
+            launches = plan_container_launches(command, folders=folders, environments=environments, network=network,
+                                               python=settings.python,
                                                install_requirements=settings.install_requirements)
         else:
             launches = plan_launches(

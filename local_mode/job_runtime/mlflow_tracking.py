@@ -7,18 +7,22 @@ the service's address and signs each call for with the execution role's credenti
 same ARN, and where it is the local server's, the plugin's own `SAGEMAKER_MLFLOW_CUSTOM_ENDPOINT` sends its calls to
 that server instead (as `AWS_ENDPOINT_URL_*` sends the trigger's to the local endpoints), signed with local mode's
 dummy credentials in place of the role's (the server checks no signature); a tuning job's trials too, which carry the
-variables without `MlflowConfig`. The job waits for the server to answer before it starts. After training, the run
+variables without `MlflowConfig`. The job waits for the server to answer before it starts. A job whose hosts run in a
+network of their own (a ContainerEntrypoint: ModelTrainer's drivers) reaches the server's port through a relay
+(local_mode.container.loopback_relay), at the same address. After training, the run
 logged under `MlflowConfig`'s experiment and run name is what DescribeTrainingJob reports in `MlflowDetails`, as
 SageMaker reports the run it used.
 """
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
 from local_mode.aws.local_clients import dummy_credentials_environment
 from local_mode.aws.mlflow_server import LocalMlflowServer, TrackingServerError
+from local_mode.aws.network import LOOPBACK
 from stacks.trigger_modules import trigger_module
 
 TRACKING_URI_VARIABLE = trigger_module("experiment_tracking.py").TRACKING_URI_VARIABLE
@@ -33,6 +37,13 @@ def job_environment(environment: Mapping[str, str], server: LocalMlflowServer | 
     if server is None or environment.get(TRACKING_URI_VARIABLE) != server.resource_arn:
         return dict(environment)
     return {**dummy_credentials_environment(), **environment, PLUGIN_ENDPOINT_VARIABLE: server.url_when_ready()}
+
+
+def loopback_ports(environment: Mapping[str, str]) -> set[int]:
+    """The ports on this machine's loopback that a job's processes call, given `environment` (job_environment's):
+    the tracking server's, where the plugin's endpoint names one."""
+    endpoint = urllib.parse.urlsplit(environment.get(PLUGIN_ENDPOINT_VARIABLE, ""))
+    return {endpoint.port} if endpoint.hostname == LOOPBACK and endpoint.port else set()
 
 
 def mlflow_details(request: Mapping[str, Any], server: LocalMlflowServer | None) -> dict[str, str] | None:

@@ -4,7 +4,8 @@ each entry point logs to a run that is read back here through MLflow's client: t
 NDCG@10 at each validation as its log printed them, the model's location, its end. DescribeTrainingJob and the model
 package the registrar made name the same run.
 
-One small job per entry point (one host, one process, two epochs), shared by the module's tests.
+One small job per entry point (one host, one process, two epochs), shared by the module's tests: one launched by the
+training toolkit, the other by SDK v3 ModelTrainer's drivers, whose hosts reach the server from a network of their own.
 """
 
 from __future__ import annotations
@@ -39,17 +40,32 @@ def tracked_pipeline(moto, tracking_server, tmp_path_factory: pytest.TempPathFac
         yield pipeline
 
 
+TRACKED_LAUNCHES = {"train_ddp.py": "toolkit", "train_lightning.py": "model_trainer"}
+"""What launches each entry point's tracked job: the training toolkit, or ModelTrainer's drivers."""
+
+
 @pytest.fixture(scope="module")
 def tracked_jobs(tracked_pipeline, letor_data, tmp_path_factory) -> dict[str, DemoResult]:
     """The demo's job of each entry point, tracked."""
     hyperparameters = tuple((name, str(value)) for name, value in SMALL_MODEL.items())
-    results = {}
-    for entry_point in ENTRY_POINTS:
-        options = DemoOptions(queries=64, epochs=EPOCHS, entry_point=entry_point, distribution="none",
-                              hyperparameters=hyperparameters, work_dir=tmp_path_factory.mktemp("work"), track=True)
-        results[entry_point] = run_demo_job(tracked_pipeline, options, letor_data)
-        assert results[entry_point].status == "Completed", results[entry_point].failure_reason
-    return results
+    return {entry_point: run_demo_job(tracked_pipeline, DemoOptions(
+                queries=64, epochs=EPOCHS, entry_point=entry_point, distribution="none", launch=launch,
+                hyperparameters=hyperparameters, work_dir=tmp_path_factory.mktemp("work"), track=True), letor_data)
+            for entry_point, launch in TRACKED_LAUNCHES.items()}
+
+
+@pytest.fixture(params=ENTRY_POINTS)
+def tracked_job(request, tracked_jobs, tracked_pipeline) -> DemoResult:
+    """The entry point's tracked job, completed, launched as TRACKED_LAUNCHES says (ModelTrainer's where this machine
+    can give its hosts their namespaces)."""
+    by_model_trainer = TRACKED_LAUNCHES[request.param] == "model_trainer"
+    if by_model_trainer:
+        request.getfixturevalue("container_namespaces")
+    result = tracked_jobs[request.param]
+    assert result.status == "Completed", result.failure_reason
+    description = tracked_pipeline.sagemaker.describe_training_job(TrainingJobName=result.job_name)
+    assert ("ContainerEntrypoint" in description["AlgorithmSpecification"]) == by_model_trainer
+    return result
 
 
 @pytest.fixture(scope="module")
@@ -64,11 +80,9 @@ def _run(client: MlflowClient, job_name: str):
     return runs[0]
 
 
-@pytest.mark.parametrize("entry_point", ENTRY_POINTS)
-def test_the_job_logs_its_parameters_to_a_finished_run_named_after_it(entry_point, tracked_jobs, client):
+def test_the_job_logs_its_parameters_to_a_finished_run_named_after_it(tracked_job, client):
     # Given the tracked demo job of the entry point / When its run is read back from the local tracking server
-    result = tracked_jobs[entry_point]
-    run = _run(client, result.job_name)
+    run = _run(client, tracked_job.job_name)
     # Then it is the job's, finished, with the hyperparameters the manifest gave the job among its parameters
     assert run.info.status == "FINISHED"
     params = run.data.params
@@ -76,10 +90,8 @@ def test_the_job_logs_its_parameters_to_a_finished_run_named_after_it(entry_poin
         str(EPOCHS), str(SMALL_MODEL["width"]), str(SMALL_MODEL["num-layers"]))
 
 
-@pytest.mark.parametrize("entry_point", ENTRY_POINTS)
-def test_the_run_holds_the_validation_ndcg_of_each_validation_the_job_printed(entry_point, tracked_jobs,
-                                                                             tracked_pipeline, client):
-    result = tracked_jobs[entry_point]
+def test_the_run_holds_the_validation_ndcg_of_each_validation_the_job_printed(tracked_job, tracked_pipeline, client):
+    result = tracked_job
     run = _run(client, result.job_name)
     # Given the validation lines the job's log printed (each epoch's names its step; the last line is the final one)
     log = (tracked_pipeline.jobs_dir / result.job_name / "algo-1" / "training.log").read_text()
@@ -95,11 +107,9 @@ def test_the_run_holds_the_validation_ndcg_of_each_validation_the_job_printed(en
     assert run.data.metrics["final_val_ndcg_at_10"] == pytest.approx(result.metrics["val_ndcg@10"], abs=5e-4)
 
 
-@pytest.mark.parametrize("entry_point", ENTRY_POINTS)
-def test_the_run_names_where_sagemaker_put_the_model_and_sagemaker_names_the_run(entry_point, tracked_jobs,
-                                                                                tracked_pipeline, client,
+def test_the_run_names_where_sagemaker_put_the_model_and_sagemaker_names_the_run(tracked_job, tracked_pipeline, client,
                                                                                 tracking_server):
-    result = tracked_jobs[entry_point]
+    result = tracked_job
     run = _run(client, result.job_name)
     description = tracked_pipeline.sagemaker.describe_training_job(TrainingJobName=result.job_name)
     # The model's location is the model.tar.gz local SageMaker uploaded
