@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 from collections.abc import Sequence
@@ -11,12 +10,15 @@ from pathlib import Path
 
 from local_mode.container.container_entrypoint import ContainerUnavailable
 from local_mode.container.container_envs import MissingInterpreter
+from local_mode.aws.mlflow_server import run_page
 from local_mode.demo import DemoOptions, DemoResult, TriggerRefused, profiles, run_demo
+from local_mode.job_summary import MlflowRunSummary, shown
 from local_mode.aws.synthesized_app import PROJECT_ROOT
 from local_mode.tuning_demo import TuningResult, section_range
 from local_mode.aws.watchdog_schedule import WatchdogTiming
 
 ENTRY_POINTS = ("train_lightning.py", "train_ddp.py")
+MLFLOW_UI_ADDRESS = "http://127.0.0.1:5000"  # where `mlflow ui` serves by default
 # The tuning options, each the `tuning` section's key it sets.
 TUNING_SECTION_KEYS = {"objective": "objective_metric", "objective_type": "objective_type", "strategy": "strategy",
                        "max_jobs": "max_jobs", "max_parallel_jobs": "max_parallel_jobs",
@@ -56,6 +58,9 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
                         help="run the job in an environment like that AWS PyTorch container (its Python from pyenv, "
                              "its torch; built once, ~2 min) with the bundle's requirements.txt installed as the "
                              "container does; by default the job runs in this project's environment")
+    parser.add_argument("--track", action="store_true",
+                        help="track experiments: run MLflow's tracking server (its store in WORK_DIR/mlflow/) and a "
+                             "stack whose jobs log to it, as with mlflow_resource_arn (docs/experiment-tracking.md)")
     parser.add_argument("--stall-seconds", type=int, default=None,
                         help="the stalled-job watchdog stops a job whose hosts have all been silent this long (the "
                              "stack's stall_minutes, in seconds); with --stall-check-seconds")
@@ -122,7 +127,7 @@ def parse_options(argv: Sequence[str] | None) -> DemoOptions:
                        processes_per_host=args.processes_per_host, data=args.data,
                        work_dir=args.work_dir, framework_version=args.framework_version, source_dir=args.source_dir,
                        hyperparameters=tuple(hyperparameters), metric_definitions=args.metric_definitions,
-                       watchdog_timing=watchdog_timing, tuning=tuning_section)
+                       watchdog_timing=watchdog_timing, tuning=tuning_section, track=args.track)
 
 
 def _tuned_ranges(parser: argparse.ArgumentParser, tune: list[str]) -> dict[str, dict]:
@@ -151,7 +156,7 @@ def render_summary(result: DemoResult) -> str:
     metrics = (" ".join(f"{name}={value:g}" for name, value in sorted(result.metrics.items())) or
                "none (no line of the job's log matched its metric definitions: name yours with --metric-definitions)")
     lines += [("model", _model_line(result)), ("package", package), ("plot", _plot_line(result)),
-              ("metrics", metrics)]
+              ("metrics", metrics), *_mlflow_lines(result.mlflow_run)]
     if result.failure_reason:
         lines.append(("reason", result.failure_reason))
     elif result.watchdog_reason:
@@ -188,12 +193,24 @@ def _aligned(lines: list[tuple[str, str]], *, width: int) -> str:
     return "\n".join(f"{label + ':':<{width}}{value}" for label, value in lines)
 
 
+def _mlflow_lines(run: MlflowRunSummary | None) -> list[tuple[str, str]]:
+    """A tracked job's run, and how to browse it once the demo's server has stopped: MLflow's UI on its store."""
+    if run is None:
+        return []
+    store = shown(run.store)
+    if run.run_id is None or run.experiment_id is None:
+        return [("mlflow", f"no run: the job logged none to experiment {run.experiment_name} ({store})")]
+    browse = [shown(Path(sys.executable)), "-m", "mlflow", "ui", "--backend-store-uri", f"sqlite:///{store}"]
+    return [("mlflow", f"run {run.run_id} in experiment {run.experiment_name} ({store})"),
+            ("browse", f"{shlex.join(browse)}, then {run_page(MLFLOW_UI_ADDRESS, run.experiment_id, run.run_id)}")]
+
+
 def _model_line(result: DemoResult) -> str:
-    return f"{_shown(result.model_dir)}/ (model.tar.gz unpacked)" if result.model_dir else "-"
+    return f"{shown(result.model_dir)}/ (model.tar.gz unpacked)" if result.model_dir else "-"
 
 
 def _plot_line(result: DemoResult) -> str:
-    return ", ".join(_shown(path) for path in result.plots) or "-"
+    return ", ".join(shown(path) for path in result.plots) or "-"
 
 
 def _next_line(result: DemoResult) -> list[tuple[str, str]]:
@@ -202,19 +219,11 @@ def _next_line(result: DemoResult) -> list[tuple[str, str]]:
     environment), the scores written beside the unpacked model."""
     if result.status != "Completed" or result.model_dir is None or result.scoring_input is None:
         return []
-    command = [_shown(Path(sys.executable)), "-m", "ranker.predict", "--model", _shown(result.model_dir),
-               "--input", _shown(result.scoring_input), "--output", _shown(result.model_dir.parent / "scores.tsv")]
-    return [("next", f"PYTHONPATH={shlex.quote(_shown(PROJECT_ROOT / 'training_code'))} {shlex.join(command)}")]
+    command = [shown(Path(sys.executable)), "-m", "ranker.predict", "--model", shown(result.model_dir),
+               "--input", shown(result.scoring_input), "--output", shown(result.model_dir.parent / "scores.tsv")]
+    return [("next", f"PYTHONPATH={shlex.quote(shown(PROJECT_ROOT / 'training_code'))} {shlex.join(command)}")]
 
 
-def _shown(path: Path) -> str:
-    """Relative to the working directory when under it (as `make demo` runs): a path to paste into the next command.
-    Symbolic links are kept: the virtual environment's python is one, and only through it is the environment used."""
-    absolute = Path(os.path.abspath(path))
-    try:
-        return str(absolute.relative_to(Path.cwd()))
-    except ValueError:
-        return str(absolute)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -5,6 +5,9 @@ generate (or take) LETOR data -> upload `datasets/<name>/<version>/train/` -> up
 its state change event -> registrar handler -> summary (job, status, duration, NDCG@10 and its split, the unpacked
 model, the registered model package, plots; for a job the stalled-job watchdog stopped, why).
 
+With `track`, MLflow's tracking server runs beside it, with its store in `<work dir>/mlflow/` (kept across runs), and
+the stack is synthesized to track experiments in it: the job logs to a run named after it, which the summary names.
+
 With a `tuning` section in the manifest the trigger starts a tuning job instead, whose trials are that job: they run a
 few at a time, and the summary is a table of trials with the best one, unpacked, and its registration
 (local_mode/tuning_demo.py).
@@ -24,15 +27,17 @@ import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
+from local_mode.aws.mlflow_server import STORE_FILE, LocalMlflowServer
 from local_mode.container.container_entrypoint import require_namespaces
-from local_mode.container.container_envs import container_env
-from local_mode.job_summary import DemoResult, summarize
+from local_mode.container.container_envs import container_env, tracking_layer
+from local_mode.job_summary import DemoResult, shown, summarize
 from local_mode.pipeline import LocalPipeline, wait_for_tuning_job
 from local_mode.aws.synthesized_app import PROJECT_ROOT
 from local_mode.sagemaker_api.training_job_service import JobLogSink
@@ -44,6 +49,9 @@ from stacks.training_code_modules import training_code_module
 DATASET_NAME = "demo-letor"
 """The demo's dataset for the project's entry points; a script of the user's own is named after its folder and file."""
 CHANNELS = ("train", "validation", "test")
+TRACKING_STORE = "mlflow"
+"""The tracking server's folder in the work dir: its SQLite store and artifacts, kept across runs (make clean removes
+them with local-runs/)."""
 KEPT_RUNS = 5
 """Runs whose folders (`run-*/`: the uploaded data and each host's folder, ~50 MB for the default job) and outputs
 (`outputs/<job>/`) the demo keeps; a finished run removes older ones."""
@@ -87,6 +95,8 @@ class DemoOptions:
     `stall_check_minutes`."""
     tuning: dict[str, Any] | None = None
     """The manifest's `tuning` section (docs/tuning.md): the trigger starts a tuning job over this job instead."""
+    track: bool = False
+    """Run MLflow's tracking server and a stack that tracks experiments in it (docs/experiment-tracking.md)."""
 
 
 def run_demo(options: DemoOptions) -> DemoResult | TuningResult:
@@ -114,12 +124,21 @@ def _run_in(run_dir: Path, options: DemoOptions) -> DemoResult | TuningResult:
     if options.framework_version:
         container = container_env(profiles.profile_named(options.framework_version))
         context["framework_version"] = options.framework_version
-    with ThreadPoolExecutor(max_workers=1) as pool:
+        if options.track:  # the container's packages plus MLflow's client, as a tracked job installs them
+            container = tracking_layer(container)
+    # The tracking server starts first: its start is the slowest of the demo's after synthesis, and the job waits for
+    # it only when it starts training.
+    with (LocalMlflowServer(options.work_dir / TRACKING_STORE) if options.track else nullcontext()) as tracking, \
+            ThreadPoolExecutor(max_workers=1) as pool:
+        if tracking:
+            tqdm.write(f"mlflow:    tracking server at {tracking.url} while the demo runs; runs kept in "
+                       f"{shown(tracking.store_dir / STORE_FILE)}")
         # Data generation and synthesis are one busy core each: on two cores they overlap.
         dataset = pool.submit(_dataset_folder, options, run_dir)
         with LocalPipeline(jobs_dir=run_dir / "jobs", processes_per_host=options.processes_per_host,
                            on_log_line=log_printer(trials=options.tuning is not None), context=context,
-                           container=container, watchdog_timing=options.watchdog_timing) as pipeline:
+                           container=container, watchdog_timing=options.watchdog_timing,
+                           tracking=tracking) as pipeline:
             run = run_tuning_demo_job if options.tuning else run_demo_job
             return run(pipeline, options, dataset.result())
 
@@ -168,7 +187,8 @@ def run_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Path) -> D
     description = follow_job(pipeline, result["job_name"])
     stop = pipeline.stopped_by_watchdog(result["job_name"]) if pipeline.watchdog else None
     return summarize(description, pipeline.deliver_job_state(description), pipeline.s3, options.work_dir,
-                     watchdog_reason=stop["reason"] if stop else None, scoring_input=scoring_input(options, data))
+                     watchdog_reason=stop["reason"] if stop else None, scoring_input=scoring_input(options, data),
+                     tracking=pipeline.tracking)
 
 
 def run_tuning_demo_job(pipeline: LocalPipeline, options: DemoOptions, data: Path) -> TuningResult:

@@ -5,12 +5,26 @@ them (`<work dir>/outputs/<job>/`)."""
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from local_mode.aws.mlflow_server import STORE_FILE, LocalMlflowServer
 from local_mode.aws.s3_transfer import split_s3_uri
+
+
+@dataclass(frozen=True)
+class MlflowRunSummary:
+    """A tracked job's MLflow run, as DescribeTrainingJob names it (MlflowConfig, MlflowDetails)."""
+
+    experiment_name: str
+    store: Path
+    """The tracking server's SQLite store, which keeps the run once the demo's server stops."""
+    experiment_id: str | None
+    run_id: str | None
+    """None when the job logged no run (a script of one's own that logs none)."""
 
 
 @dataclass(frozen=True)
@@ -34,12 +48,16 @@ class DemoResult:
     scoring_input: Path | None = None
     """Rows the model scores with ranker.predict (the project's models only): the test channel, else the train
     channel."""
+    mlflow_run: MlflowRunSummary | None = None
+    """The job's MLflow run, for a tracked job."""
 
 
 def summarize(description: dict[str, Any], registration: dict[str, Any] | None, s3: Any, work_dir: Path, *,
-              watchdog_reason: str | None = None, scoring_input: Path | None = None) -> DemoResult:
+              watchdog_reason: str | None = None, scoring_input: Path | None = None,
+              tracking: LocalMlflowServer | None = None) -> DemoResult:
     """The summary; the job's model.tar.gz and output.tar.gz (plots) are unpacked under `work_dir/outputs/<job>/`.
-    `scoring_input`: for a model of the project's entry points, the rows the `next:` command scores."""
+    `scoring_input`: for a model of the project's entry points, the rows the `next:` command scores. `tracking`: the
+    MLflow tracking server of a tracked pipeline."""
     metrics = {metric["MetricName"]: metric["Value"] for metric in description.get("FinalMetricDataList", [])}
     artifact = description["ModelArtifacts"]["S3ModelArtifacts"]
     model_dir, plots = None, []
@@ -57,7 +75,27 @@ def summarize(description: dict[str, Any], registration: dict[str, Any] | None, 
                       model_artifact=artifact, model_dir=model_dir,
                       model_package_arn=registration.get("model_package_arn"),
                       not_registered_reason=registration.get("reason"), plots=plots, metrics=metrics,
-                      scoring_input=scoring_input if model_dir else None)
+                      scoring_input=scoring_input if model_dir else None,
+                      mlflow_run=_mlflow_run(description, tracking))
+
+
+def _mlflow_run(description: dict[str, Any], tracking: LocalMlflowServer | None) -> MlflowRunSummary | None:
+    config, details = description.get("MlflowConfig"), description.get("MlflowDetails", {})
+    if tracking is None or not config:
+        return None
+    return MlflowRunSummary(experiment_name=config.get("MlflowExperimentName", ""),
+                            store=tracking.store_dir / STORE_FILE, experiment_id=details.get("MlflowExperimentId"),
+                            run_id=details.get("MlflowRunId"))
+
+
+def shown(path: Path) -> str:
+    """Relative to the working directory when under it (as `make demo` runs): a path to paste into the next command.
+    Symbolic links are kept: the virtual environment's python is one, and only through it is the environment used."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        return str(absolute)
 
 
 def _unpack(s3: Any, uri: str, folder: Path) -> Path:

@@ -11,6 +11,10 @@ A tuning job started on `pipeline.sagemaker` announces its state changes as Even
 the registrar when one of the stack's rules that invoke it matches (`tuning_delivery(name)` is the registrar's answer
 to the tuning job's final state, None when no rule matched).
 
+With `tracking` (a running LocalMlflowServer), the stacks are synthesized with that server's ARN as
+`mlflow_resource_arn`, as a tracked stack is deployed, and local SageMaker sends the jobs' MLflow calls for that ARN to
+the server (job_runtime/mlflow_tracking.py).
+
 The stalled-job watchdog runs on its schedule meanwhile (`watchdog_timing` shortens it), reading each host's log
 stream from moto's CloudWatch Logs; `stopped_by_watchdog(job_name)` is what it reported for a job it stopped.
 """
@@ -30,6 +34,7 @@ from local_mode.aws.event_rules import matches
 from local_mode.sagemaker_api.job_state_events import training_job_state_change_event, tuning_job_state_change_event
 from local_mode.job_runtime.job_runner import RunnerSettings
 from local_mode.aws.local_clients import local_account_id, local_client
+from local_mode.aws.mlflow_server import LocalMlflowServer
 from local_mode.aws.moto_endpoint import MotoEndpoint
 from local_mode.sagemaker_api.sagemaker_endpoint import LocalSageMaker
 from local_mode.aws.stack_resources import LambdaFunction, LocalStackResources
@@ -57,16 +62,17 @@ class LocalPipeline:
     def __init__(self, *, jobs_dir: Path, processes_per_host: int = 1, stop_grace_seconds: float = 30.0,
                  on_log_line: JobLogSink = ignore_log_line, moto: MotoEndpoint | None = None,
                  context: Mapping[str, str] | None = None, container: ContainerEnv | None = None,
-                 watchdog_timing: WatchdogTiming | None = None) -> None:
+                 watchdog_timing: WatchdogTiming | None = None, tracking: LocalMlflowServer | None = None) -> None:
         """`moto`: a server already running (the caller stops it); by default the pipeline runs its own.
         `context`: `-c key=value` for synthesis. `container`: a container profile's environment to run jobs in
         (installing the bundle's requirements first, as the container does); by default this Python runs them.
         `watchdog_timing`: the watchdog's allowed silence and schedule period in seconds, in place of the stack's
-        minutes."""
+        minutes. `tracking`: an MLflow tracking server, started (the caller stops it), that the jobs log to."""
         runs_in = ({"python": str(container.python), "install_requirements": True} if container else {})
         self._settings = RunnerSettings(work_dir=jobs_dir, processes_per_host=processes_per_host,
                                         stop_grace_seconds=stop_grace_seconds, **runs_in)
-        self._context = dict(context or {})
+        self._context = {**(context or {}), **({"mlflow_resource_arn": tracking.resource_arn} if tracking else {})}
+        self.tracking = tracking
         self._on_log_line = on_log_line
         self._owns_moto = moto is None
         self._moto = moto or MotoEndpoint()
@@ -102,7 +108,7 @@ class LocalPipeline:
             self.account = local_account_id(self._moto.url)
             service = TrainingJobService(s3_endpoint_url=self._moto.url, account_id=self.account,
                                          settings=self._settings, on_log_line=self._on_log_line,
-                                         logs_endpoint_url=self._moto.url)
+                                         logs_endpoint_url=self._moto.url, tracking=self.tracking)
             tuning = TuningJobService(service, account_id=self.account, on_state_change=self._tuning_state_changed)
             self._sagemaker_endpoint = LocalSageMaker(tuning, registry_url=self._moto.url).start()
         except BaseException:

@@ -14,20 +14,21 @@ import functools
 import json
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 import botocore.session
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from stacks.model_metrics import model_quality_metrics, project_metric_names
-from stacks.source_layout import SourceLayoutError, bundle_members, project_path
+from stacks.source_layout import Member, SourceLayoutError, bundle_members, project_path
 from stacks.training_code_modules import TRAINING_CODE_DIR, training_code_module
 from stacks.trigger_modules import trigger_module
 
 profiles = training_code_module("sagemaker_distributed/container_profiles.py")
 job_environment = training_code_module("sagemaker_distributed/job_environment.py")
 job_names = trigger_module("job_names.py")
+experiment_tracking = trigger_module("experiment_tracking.py")
+health_check = trigger_module("health_check.py")
 
 # SageMaker's managed spot and warm pools cap a job at 28 days.
 _MAX_JOB_SECONDS = 28 * 24 * 3600
@@ -195,6 +196,20 @@ class PipelineConfig(BaseModel):
     job_retry_attempts: int = Field(ge=0, le=30,
                                     description="SageMaker `RetryStrategy` attempts after an internal failure "
                                                 "(0: none)")
+    mlflow_resource_arn: str | None = Field(
+        default=None,
+        description="ARN of a SageMaker managed MLflow tracking server or MLflow app in the stack's region "
+                    "(`arn:aws:sagemaker:<region>:<account>:mlflow-tracking-server/<name>` or `...:mlflow-app/<id>`): "
+                    "every job logs its parameters, validation metrics, final metrics and model location to a run "
+                    "named after the job, in the experiment `<project_prefix>-<dataset>` (SageMaker's "
+                    "`MlflowConfig`), and the execution role may use that server and no other; unset: no tracking "
+                    "(docs/experiment-tracking.md)")
+    infra_check: Literal["multi_instance", "always", "never"] = Field(
+        default="multi_instance",
+        description="which jobs run SageMaker's cluster health check (instance hardware and the network between "
+                    "instances) before their code (`InfraCheckConfig`): `multi_instance` jobs of two or more "
+                    "instances, `always`, or `never`; a manifest.json or manual payload's `infra_check` overrides it "
+                    "per job (docs/reliability.md, Cluster health check)")
     tuning_strategy: Literal["Bayesian", "Random", "Hyperband", "Grid"] = Field(
         default="Bayesian",
         description="default search strategy of a `tuning` section (docs/tuning.md): SageMaker's `Bayesian`, "
@@ -432,6 +447,19 @@ class PipelineConfig(BaseModel):
             quality = self.model_quality_metrics
             _require(self.registration_threshold.metric in quality, "registration_threshold.metric",
                      self.registration_threshold.metric, f"one of the jobs' model metrics {list(quality)}")
+        if self.mlflow_resource_arn is not None:
+            arn_errors = experiment_tracking.resource_arn_errors(
+                self.mlflow_resource_arn, "mlflow_resource_arn", region=self.region,
+                arn_pattern=sagemaker_model().shape_for("MlflowConfig").members["MlflowResourceArn"].metadata["pattern"])
+            arn_errors += [f"default_environment.{name} is set by the pipeline from mlflow_resource_arn: remove it"
+                           for name in experiment_tracking.TRACKING_VARIABLES if name in self.default_environment]
+            if self.enable_network_isolation:
+                # CreateTrainingJob's EnableNetworkIsolation: no outbound calls from the training container.
+                arn_errors.append("mlflow_resource_arn with enable_network_isolation=true: an isolated job's container "
+                                  "can make no network calls, so its run could not reach the tracking server: unset "
+                                  "one of them")
+            if arn_errors:
+                raise ValueError("; ".join(arn_errors))
         # The names and limits the trigger checks every job against, for the distribution default jobs run.
         environment_errors = job_environment.environment_errors(
             self.default_environment, "default_environment", distribution=self.distribution,
@@ -471,10 +499,12 @@ class PipelineConfig(BaseModel):
         return (project_path(self.source_dir) == TRAINING_CODE_DIR
                 and self.entry_point in PROJECT_ENTRY_POINTS)
 
-    def source_members(self) -> dict[str, Path]:
-        """The job bundle's files by archive name: `source_dir`'s contents plus `dependencies`."""
+    def source_members(self) -> dict[str, Member]:
+        """The job bundle's files by archive name: `source_dir`'s contents plus `dependencies`, and the tracking
+        requirements where the stack tracks experiments."""
         return bundle_members(project_path(self.source_dir),
-                              tuple(project_path(dependency) for dependency in self.dependencies))
+                              tuple(project_path(dependency) for dependency in self.dependencies),
+                              tracking=self.mlflow_resource_arn is not None)
 
     @property
     def model_quality_metrics(self) -> tuple[str, ...]:

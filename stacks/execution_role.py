@@ -12,6 +12,9 @@ from constructs import Construct
 from stacks.buckets import CHECKPOINT_PREFIX, MODEL_PREFIX
 from stacks.compliance import acknowledge_wildcards
 from stacks.training_image import DlcImage
+from stacks.trigger_modules import trigger_module
+
+experiment_tracking = trigger_module("experiment_tracking.py")
 
 # SageMaker's documented VPC permissions for the execution role ("CreateTrainingJob API: Execution Role
 # Permissions"). EC2 authorizes the Describe calls and DeleteNetworkInterfacePermission (whose request names only the
@@ -20,6 +23,16 @@ from stacks.training_image import DlcImage
 _UNSCOPED_VPC_ACTIONS = ["ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs", "ec2:DescribeDhcpOptions",
                          "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DeleteNetworkInterfacePermission"]
 _ENI_ACTIONS = ["ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface"]
+# What a job's MLflow client does in its run, out of the MLflow actions AWS grants job execution roles in its managed
+# policy AmazonSageMakerJobFullAccess (no traces, no artifact listing), plus SearchRuns: a retried or resumed job
+# finds its run by name instead of opening a second one (ranker.training.tracking). `sagemaker-mlflow` actions are
+# authorized on the tracking server (Service Authorization Reference, "Amazon SageMaker with MLflow"); the
+# sagemaker-mlflow plugin signs an MLflow app's calls for the `sagemaker` service (its auth_provider.py), where each
+# is authorized as sagemaker:CallMlflowAppApi on the app, which that managed policy grants beside them.
+MLFLOW_RUN_ACTIONS = ["sagemaker-mlflow:GetExperimentByName", "sagemaker-mlflow:CreateExperiment",
+                      "sagemaker-mlflow:SearchRuns", "sagemaker-mlflow:CreateRun", "sagemaker-mlflow:GetRun",
+                      "sagemaker-mlflow:UpdateRun", "sagemaker-mlflow:LogBatch"]
+MLFLOW_APP_ACTIONS = ["sagemaker:CallMlflowAppApi"]
 
 
 class SageMakerExecutionRole(Construct):
@@ -28,7 +41,7 @@ class SageMakerExecutionRole(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, data_bucket: s3.IBucket, dataset_prefix: str,
                  artifacts_bucket: s3.IBucket, repository: ecr.IRepository, dlc_image: DlcImage | None,
                  key: kms.IKey | None, subnet_ids: tuple[str, ...], security_group_ids: tuple[str, ...],
-                 extra_data_buckets: tuple[str, ...] = ()) -> None:
+                 extra_data_buckets: tuple[str, ...] = (), mlflow_resource_arn: str | None = None) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
@@ -79,6 +92,13 @@ class SageMakerExecutionRole(Construct):
             ))
         if subnet_ids:
             self._allow_vpc(subnet_ids, security_group_ids)
+        if mlflow_resource_arn is not None:
+            app = experiment_tracking.resource_kind(mlflow_resource_arn) == "mlflow-app"
+            self.role.add_to_policy(iam.PolicyStatement(
+                sid="LogRunsToTheProjectsMlflow",
+                actions=MLFLOW_RUN_ACTIONS + (MLFLOW_APP_ACTIONS if app else []),
+                resources=[mlflow_resource_arn],  # that server or app alone
+            ))
         acknowledge_wildcards(
             self.role,
             reason="Object wildcards stay inside this project's buckets and prefixes (datasets/ read-only; models/ "

@@ -34,7 +34,7 @@ from constructs import Construct
 from stacks.compliance import acknowledge, acknowledge_wildcards
 from stacks.model_trainer_sdk import ModelTrainerSdk, model_trainer_sdk
 from stacks.project_function import log_retention
-from stacks.source_layout import EXCLUDED_NAMES, EXCLUDED_SUFFIXES
+from stacks.source_layout import EXCLUDED_NAMES, EXCLUDED_SUFFIXES, Member, member_content
 from stacks.training_code_modules import training_code_module
 from stacks.trigger_modules import trigger_module
 
@@ -72,10 +72,10 @@ def drivers_channel_files(sdk: ModelTrainerSdk, *, entry_script: str, distributi
     return files
 
 
-def launch_files(members: Mapping[str, Path], *, source_dir: str, sdk: ModelTrainerSdk) -> dict[str, bytes]:
-    """Every file below the launch's prefix: `code/` (the bundle's files) and a drivers channel per script and
-    driver."""
-    files = {layout.code_folder() + name: path.read_bytes() for name, path in members.items()}
+def launch_files(members: Mapping[str, Member], *, source_dir: str, sdk: ModelTrainerSdk) -> dict[str, bytes]:
+    """Every file below the launch's prefix: `code/` (the bundle's files, a tracked stack's tracking requirements
+    among them) and a drivers channel per script and driver."""
+    files = {layout.code_folder() + name: member_content(member) for name, member in members.items()}
     requirements = REQUIREMENTS_FILE if REQUIREMENTS_FILE in members else None
     for script in profiles.model_trainer_scripts(members):
         for distribution, driver in profiles.MODEL_TRAINER_DRIVERS.items():
@@ -85,7 +85,7 @@ def launch_files(members: Mapping[str, Path], *, source_dir: str, sdk: ModelTrai
     return dict(sorted(files.items()))
 
 
-def model_trainer_settings(members: Mapping[str, Path], *, source_dir: str,
+def model_trainer_settings(members: Mapping[str, Member], *, source_dir: str,
                            sdk: ModelTrainerSdk | None = None) -> dict[str, Any]:
     """What the trigger needs to send the launch's request (its settings file's `model_trainer`): the files' prefix,
     and the entrypoint and arguments the pinned SDK sends."""
@@ -108,7 +108,7 @@ def content_prefix(files: Mapping[str, bytes]) -> str:
 class ModelTrainerFiles(Construct):
     """The launch's files, unpacked into `bucket` at deployment; `settings` goes into the trigger's settings file."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, members: Mapping[str, Path], source_dir: str,
+    def __init__(self, scope: Construct, construct_id: str, *, members: Mapping[str, Member], source_dir: str,
                  bucket: s3.IBucket, build_dir: Path, key: kms.IKey | None, log_retention_days: int,
                  removal_policy: RemovalPolicy) -> None:
         super().__init__(scope, construct_id)

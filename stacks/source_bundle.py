@@ -16,7 +16,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from stacks.source_layout import bundle_members
+from stacks.source_layout import Member, bundle_members, member_content
 
 BUNDLE_NAME = "sourcedir.tar.gz"
 _FIXED_MTIME = 0
@@ -28,17 +28,19 @@ def pack_source_dir(source_dir: Path, bundle_path: Path, dependencies: tuple[Pat
     return pack_members(bundle_members(source_dir, dependencies), bundle_path)
 
 
-def pack_members(members: Mapping[str, Path], bundle_path: Path) -> Path:
-    """Write the files of `members` (archive name -> file) in name order with fixed metadata to `bundle_path`."""
+def pack_members(members: Mapping[str, Member], bundle_path: Path) -> Path:
+    """Write the files of `members` (archive name -> file, or its content) in name order with fixed metadata to
+    `bundle_path`."""
     archive = io.BytesIO()
     with tarfile.open(fileobj=archive, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name in sorted(members):
-            path = members[name]
+            member = members[name]
             info = tarfile.TarInfo(name)
-            data = path.read_bytes()
+            data = member_content(member)
             info.size = len(data)
             info.mtime = _FIXED_MTIME
-            info.mode = 0o755 if path.stat().st_mode & 0o111 else 0o644
+            executable = isinstance(member, Path) and member.stat().st_mode & 0o111
+            info.mode = 0o755 if executable else 0o644
             info.uid = info.gid = 0
             info.uname = info.gname = ""
             tar.addfile(info, io.BytesIO(data))
@@ -53,7 +55,7 @@ class TrainingSourceBundle(Construct):
     """The files of `members` (stacks/source_layout.py) packed at synthesis and uploaded as a file asset; `s3_uri`
     goes to the trigger."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, members: Mapping[str, Path], build_dir: Path) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, members: Mapping[str, Member], build_dir: Path) -> None:
         super().__init__(scope, construct_id)
         bundle = pack_members(members, build_dir / BUNDLE_NAME)
         self.asset = s3_assets.Asset(self, "SourceDirArchive", path=str(bundle))

@@ -41,7 +41,7 @@ class StatelessStack(Stack):
             data_bucket=stateful.data_bucket, dataset_prefix=config.dataset_prefix,
             artifacts_bucket=stateful.artifacts_bucket, repository=stateful.repository, dlc_image=dlc_image,
             key=data_key, subnet_ids=config.subnet_ids, security_group_ids=config.security_group_ids,
-            extra_data_buckets=config.extra_data_buckets,
+            extra_data_buckets=config.extra_data_buckets, mlflow_resource_arn=config.mlflow_resource_arn,
         ).role
         source_members = config.source_members()
         source_bundle = TrainingSourceBundle(self, "TrainingSourceBundle", members=source_members,

@@ -100,5 +100,7 @@ def trigger_static_settings(config: PipelineConfig, *, bundle_files: Iterable[st
         "tuning_max_parallel_jobs": config.tuning_max_parallel_jobs,
         "tuning_early_stopping": config.tuning_early_stopping,
         "max_tuning_instance_hours": config.max_tuning_instance_hours,
+        "mlflow_resource_arn": config.mlflow_resource_arn or "",
+        "infra_check": config.infra_check,
         "model_trainer": dict(model_trainer),
     }

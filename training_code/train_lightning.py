@@ -49,9 +49,10 @@ from ranker.config import RunConfig
 from ranker.lightning.callbacks import MetricLines, ModelSizeLine, RandomStatePerRank
 from ranker.lightning.datamodule import RankingDataModule
 from ranker.lightning.module import RankingModule
+from ranker.lightning.tracking import mlflow_logger
 from ranker.lightning.strategy import FusedDataParallelStrategy
 from ranker.training.checkpoint import seed_everything
-from ranker.training import engine, timeline
+from ranker.training import engine, timeline, tracking
 from ranker.training.selection import (SELECTION_METRIC, early_stopping_note, exported_metrics_line,
                                       exported_weights_note)
 from ranker.training.session import (agree_on_splits, entry_point_run, load_splits, model_config_for,
@@ -146,6 +147,9 @@ def train(config: RunConfig) -> None:
     topology = distributed.detect_topology()
     plan_training(config, topology)
     timeline.mark("imported", topology.is_main)
+    # Before the data, as the native loop opens it (ranker.training.session.start_session): a tracked job's MLflow run,
+    # on rank 0.
+    run = tracking.open_run(topology.is_main, config)
     seed_everything(config.train.seed, topology.rank)  # each rank its own dropout masks; DDP starts from rank 0's weights
     # Read before CUDA is initialised, as the native loop does (ranker.training.session.start_session).
     splits = load_splits(config, topology)
@@ -160,7 +164,8 @@ def train(config: RunConfig) -> None:
     engine.fit_encoding(module.model, data.encoding_rows, config.train.seed)
     timeline.mark("encoding fitted", topology.is_main)
     metric_lines, best = MetricLines(config.train.log_every), best_checkpoint(config)
-    trainer = build_trainer(config, topology, build_callbacks(config, metric_lines, best), build_loggers(config))
+    loggers = build_loggers(config) + ([mlflow_logger(run)] if run is not None else [])
+    trainer = build_trainer(config, topology, build_callbacks(config, metric_lines, best), loggers)
     trainer.fit(torch.compile(module) if config.train.compile else module, datamodule=datamodule,
                 ckpt_path="last" if has_checkpoint(config.paths.checkpoint_dir) else None)
     # The best weights go into the module: what validate() and test() score and the artifacts hold. A run stopped by
@@ -185,6 +190,8 @@ def train(config: RunConfig) -> None:
     if trainer.is_global_zero:
         write_artifacts(config, module.model_config, module.model, metric_lines.history, {**final, **exported})
     trainer.strategy.barrier()
+    if run is not None:  # every rank is through, as the native loop's run ends (ranker.native.bookkeeping)
+        run.finish({**final, **exported}, trainer.global_step, config.paths.model_dir)
     MetricLines.report(trainer, module, exported_metrics_line(final))  # the log's last line
 
 

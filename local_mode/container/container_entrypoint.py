@@ -8,7 +8,8 @@ scripts/environment.py, common/utils.py), the host names `algo-N` and the master
 each host runs in a mount namespace of its own, where its folder is /opt/ml (the machine's other /opt entries stay
 visible) and /etc/hosts names the job's hosts, and a job's hosts share a network namespace of their own, where port
 7777 is theirs alone whatever else runs on the machine (util-linux's `unshare` and `nsenter`, iproute2's `ip`; as
-root, or through a user namespace where the kernel lets users create them).
+root, or through a user namespace where the kernel lets users create them). The machine's loopback ports the job calls
+(a tracking server's) are relayed into that network (loopback_relay).
 
 Which Python the command finds is the job's (`python3`, `pip3`, `torchrun` from its environment's bin folder first on
 PATH), standing in for the image's. In the project's environment the code's requirements.txt is not installed (as

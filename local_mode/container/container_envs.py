@@ -7,6 +7,10 @@ file is installed with exactly the toolkit's command, and what that did is recor
 
 The cache lives outside the clone, keyed by the requirements file and what the base holds:
 `~/.cache/sagemaker-ranker/container-envs/<profile>/<key>/` (~5-7 GB each; only the newest per profile is kept).
+A tracked job (a stack with `mlflow_resource_arn`) installs more: `tracking_layer` builds, on first use, a virtual
+environment layered on a profile's environment (it sees that environment's packages) in which the tracked bundle's
+requirements file was installed the same way, in `<key>/tracking/<key>/`, leaving the environment the other jobs run in
+as it was.
 A first build takes a minute or two: the CUDA torch wheel and its libraries are ~2.5 GB to fetch and ~5 GB to unpack.
 `python -m local_mode.container.container_envs 2.2.0 2.8.0` builds environments ahead of their first use (while
 online, say).
@@ -22,15 +26,16 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from local_mode.aws.synthesized_app import PROJECT_ROOT
-from stacks.training_code_modules import training_code_module
+from stacks.source_layout import REQUIREMENTS, TRACKING_REQUIREMENTS, bundle_members, member_content
+from stacks.training_code_modules import TRAINING_CODE_DIR, training_code_module
 
-REQUIREMENTS_FILE = PROJECT_ROOT / "training_code" / "requirements.txt"
+REQUIREMENTS_FILE = TRAINING_CODE_DIR / REQUIREMENTS
 CACHE_ROOT = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sagemaker-ranker" / "container-envs"
 # The newest numpy 1.x, which the images' build files point at.
 IMAGE_NUMPY = "1.26.4"
@@ -85,6 +90,23 @@ def container_env(profile: Any, requirements_file: Path = REQUIREMENTS_FILE, cac
     """The cached environment for `profile` with `requirements_file` installed; built first when missing."""
     interpreter = pyenv_interpreter(profile.interpreter)
     root = cache_root / profile.name / cache_key(profile, interpreter, requirements_file.read_bytes())
+    return _cached(root, lambda: _build(root, interpreter, profile, requirements_file),
+                   on_progress, f"the {profile.name} container environment")
+
+
+def tracking_layer(env: ContainerEnv, on_progress: Any = print) -> ContainerEnv:
+    """`env` as a tracked job finds it: a virtual environment on the same interpreter that sees `env`'s packages and
+    got the tracked bundle's requirements file (the project's, ending with `-r requirements-tracking.txt`) installed
+    with the toolkit's command; built first when missing (a minute or so: MLflow's client and what it pulls in)."""
+    bundle = bundle_members(TRAINING_CODE_DIR, tracking=True)
+    contents = {name: member_content(bundle[name]) for name in (REQUIREMENTS, TRACKING_REQUIREMENTS.name)}
+    digest = hashlib.sha256(b"\0".join(contents[name] for name in sorted(contents))).hexdigest()[:16]
+    root = env.root / "tracking" / digest
+    return _cached(root, lambda: _build_layer(root, env, contents), on_progress,
+                   f"the tracking layer on {env.record['profile']}")
+
+
+def _cached(root: Path, build: Any, on_progress: Any, what: str) -> ContainerEnv:
     record_file = root / "record.json"
     root.parent.mkdir(parents=True, exist_ok=True)
     # Built in place (a virtual environment's scripts name its path, so it cannot be moved), under a lock so that
@@ -92,9 +114,9 @@ def container_env(profile: Any, requirements_file: Path = REQUIREMENTS_FILE, cac
     with open(root.with_name(f"{root.name}.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not record_file.exists():
-            on_progress(f"building the {profile.name} container environment in {root} (minutes, once)")
+            on_progress(f"building {what} in {root} (minutes, once)")
             shutil.rmtree(root, ignore_errors=True)
-            record = _build(root, interpreter, profile, requirements_file)
+            record = build()
             record_file.write_text(json.dumps(record, indent=2))
             _remove_stale(root)
     return ContainerEnv(root=root, record=json.loads(record_file.read_text()))
@@ -105,21 +127,44 @@ def _build(root: Path, interpreter: Path, profile: Any, requirements_file: Path)
     python = str(root / "bin" / "python")
     _install_image_packages(python, [f"torch=={profile.framework_version}", f"numpy=={IMAGE_NUMPY}", *IMAGE_EXTRAS])
     image = installed_versions(Path(python), WATCHED_PACKAGES)
-    # What the toolkit runs in the code folder before launch, without flags.
-    command = [python, "-m", "pip", "install", "-r", "requirements.txt"]
     code_dir = root / "code"
     code_dir.mkdir()
-    shutil.copyfile(requirements_file, code_dir / "requirements.txt")
+    shutil.copyfile(requirements_file, code_dir / REQUIREMENTS)
+    return {"profile": profile.name, "image_packages": image, **_toolkit_install(python, code_dir)}
+
+
+def _build_layer(root: Path, env: ContainerEnv, code_files: dict[str, bytes]) -> dict[str, Any]:
+    subprocess.run([str(env.python), "-m", "venv", str(root)], check=True)
+    python = str(root / "bin" / "python")
+    # A .pth line puts the environment's packages on the layer's path, after its own: pip counts them as installed,
+    # and what it installs lands in the layer alone.
+    (_site_packages(Path(python)) / "profile-environment.pth").write_text(f"{_site_packages(env.python)}\n")
+    code_dir = root / "code"
+    code_dir.mkdir()
+    for name, content in code_files.items():
+        (code_dir / name).write_bytes(content)
+    started = time.perf_counter()
+    installed = _toolkit_install(python, code_dir)
+    installed["install"]["seconds"] = round(time.perf_counter() - started, 1)
+    return {"profile": env.record["profile"], "image_packages": env.record["image_packages"], **installed}
+
+
+def _toolkit_install(python: str, code_dir: Path) -> dict[str, Any]:
+    """What the toolkit runs in the code folder before launch, without flags, then what it left."""
+    command = [python, "-m", "pip", "install", "-r", REQUIREMENTS]
     install = subprocess.run(command, cwd=code_dir, capture_output=True, text=True)
     check = subprocess.run([python, "-m", "pip", "check", *_PIP_QUIET], capture_output=True, text=True)
     return {
-        "profile": profile.name,
-        "image_packages": image,
         "install": {"command": ["python", *command[1:]], "returncode": install.returncode,
                     "output_tail": (install.stdout + install.stderr)[-4000:]},
         "packages_after_install": installed_versions(Path(python), WATCHED_PACKAGES),
         "pip_check": {"returncode": check.returncode, "output": (check.stdout + check.stderr)[-4000:]},
     }
+
+
+def _site_packages(python: Path) -> Path:
+    script = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    return Path(subprocess.run([str(python), "-c", script], check=True, capture_output=True, text=True).stdout.strip())
 
 
 def project_uv() -> Path | None:
@@ -165,12 +210,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("framework_versions", nargs="+", metavar="FRAMEWORK_VERSION",
                         choices=profiles.supported_versions(),
                         help=f"one of {', '.join(profiles.supported_versions())}")
-    for version in parser.parse_args(argv).framework_versions:
+    parser.add_argument("--tracking", action="store_true",
+                        help="also build each one's tracking layer (what a tracked job installs at start)")
+    options = parser.parse_args(argv)
+    for version in options.framework_versions:
         try:
             env = container_env(profiles.profile_named(version))
         except MissingInterpreter as missing:
             parser.exit(1, f"{missing}\n")
         print(f"{version}: {env.root}")
+        if options.tracking:
+            print(f"{version} tracked: {tracking_layer(env).root}")
     return 0
 
 

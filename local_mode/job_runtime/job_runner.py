@@ -39,7 +39,10 @@ from local_mode.container.container_entrypoint import (
 )
 from local_mode.container.container_layout import HostFolder, host_names, input_data_config, resource_config
 from local_mode.job_runtime.job_log_streams import HostLogStreams
+from local_mode.job_runtime.mlflow_tracking import job_environment, loopback_ports, mlflow_details
 from local_mode.container.launcher import installed_mpirun, launcher_for, plan_launches
+from local_mode.container.loopback_relay import LoopbackRelay
+from local_mode.aws.mlflow_server import LocalMlflowServer
 from local_mode.aws.network import free_port
 from local_mode.container.process_group import LogSink, ProcessGroup
 from local_mode.aws.s3_transfer import download_prefix, join_s3_uri, split_s3_uri, upload_file
@@ -71,11 +74,13 @@ class FrameworkError(Exception):
     """The container's toolkit failed before the user's script ran: `AlgorithmError: Framework Error: ...`."""
 
 
-def run_job(job: TrainingJob, *, s3: Any, settings: RunnerSettings, on_log_line: LogSink, logs: Any = None) -> None:
+def run_job(job: TrainingJob, *, s3: Any, settings: RunnerSettings, on_log_line: LogSink, logs: Any = None,
+            tracking: LocalMlflowServer | None = None) -> None:
     """Run `job` to a terminal status; never raises (every outcome ends up in the job record). `logs`: a CloudWatch
-    Logs client that receives each host's log stream."""
+    Logs client that receives each host's log stream. `tracking`: the MLflow tracking server a tracked job logs to
+    (job_runtime.mlflow_tracking)."""
     try:
-        _run(job, s3, logs, settings, on_log_line)
+        _run(job, s3, logs, settings, on_log_line, tracking)
     except ClientError as error:
         job.finish("Failed", failure_reason=f"ClientError: {error}")
     except FrameworkError as error:
@@ -84,7 +89,8 @@ def run_job(job: TrainingJob, *, s3: Any, settings: RunnerSettings, on_log_line:
         job.finish("Failed", failure_reason=f"InternalServerError: {type(error).__name__}: {error}")
 
 
-def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_line: LogSink) -> None:
+def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_line: LogSink,
+         tracking: LocalMlflowServer | None) -> None:
     request = job.request
     hosts = host_names(request["ResourceConfig"]["InstanceCount"])
     folders = {host: HostFolder(settings.work_dir / job.name / host) for host in hosts}
@@ -98,8 +104,9 @@ def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_
     sources = ChannelSources()
     for host in hosts:
         _download(request, s3, folders[host], host, hosts, sources)
-    environments = ({host: container_environment(request, host_count=len(hosts)) for host in hosts} if command
-                    else {host: _toolkit_environment(request, s3, folders[host], host, hosts, framework)
+    environments = ({host: job_environment(container_environment(request, host_count=len(hosts)), tracking)
+                     for host in hosts} if command
+                    else {host: _toolkit_environment(request, s3, folders[host], host, hosts, framework, tracking)
                           for host in hosts})
     checkpoints = None
     if "CheckpointConfig" in request:
@@ -143,8 +150,12 @@ def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_
     with ExitStack() as container:
         container.callback(close_logs)
         if command:
-            launches = plan_container_launches(command, folders=folders, environments=environments,
-                                               network=container.enter_context(JobNetwork()), python=settings.python,
+            network = container.enter_context(JobNetwork())
+            # The machine's loopback ports the hosts call (a tracking server's), at the same address in their network.
+            for port in sorted(set().union(*map(loopback_ports, environments.values()))):
+                container.enter_context(LoopbackRelay(network.enter(), port))
+            launches = plan_container_launches(command, folders=folders, environments=environments, network=network,
+                                               python=settings.python,
                                                install_requirements=settings.install_requirements)
         else:
             launches = plan_launches(
@@ -164,6 +175,7 @@ def _run(job: TrainingJob, s3: Any, logs: Any, settings: RunnerSettings, on_log_
             syncer.join()
     if checkpoints:
         checkpoints.push()
+    job.set_mlflow_details(mlflow_details(request, tracking))
 
     if ended.failed_host:
         job.finish("Failed", failure_reason=_algorithm_error(ended.code, folders[ended.failed_host],
@@ -200,16 +212,17 @@ def _input_data_config(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _toolkit_environment(request: dict[str, Any], s3: Any, folder: HostFolder, host: str, hosts: list[str],
-                         framework: dict[str, Any]) -> dict[str, str]:
+                         framework: dict[str, Any], tracking: LocalMlflowServer | None) -> dict[str, str]:
     """The training toolkit's steps on the host: the source bundle unpacked into its code folder; returns the
-    script's process environment: the job's `Environment`, under what the toolkit sets (SM_*, ...)."""
+    script's process environment: the job's `Environment` (with where the MLflow plugin sends a local tracking
+    server's calls), under what the toolkit sets (SM_*, ...)."""
     _stage_code(s3, framework, folder)
     environment = training_environment(folder, job_name=request["TrainingJobName"], current_host=host, hosts=hosts,
                                        instance_type=request["ResourceConfig"]["InstanceType"],
                                        resource=_resource_config(request, host, hosts),
                                        input_data=_input_data_config(request),
                                        hyperparameters=request.get("HyperParameters", {}))
-    return {**request.get("Environment", {}), **environment}
+    return {**job_environment(request.get("Environment", {}), tracking), **environment}
 
 
 def _stage_channel(s3: Any, channel: dict[str, Any], folder: HostFolder, shard: tuple[int, int],

@@ -53,6 +53,7 @@ class TrainingJob:
         self.failure_reason: str | None = None
         self.model_artifacts: str | None = None
         self.final_metrics: dict[str, tuple[float, datetime]] = {}
+        self.mlflow_details: dict[str, str] | None = None
         self.stop_requested = threading.Event()
         self.finished = threading.Event()
         self._metric_patterns = [(definition["Name"], re.compile(definition["Regex"]))
@@ -96,6 +97,11 @@ class TrainingJob:
         with self._lock:
             self.model_artifacts = uri
 
+    def set_mlflow_details(self, details: dict[str, str] | None) -> None:
+        """The MLflow run the job logged to (DescribeTrainingJob's MlflowDetails), when it logged to one."""
+        with self._lock:
+            self.mlflow_details = details
+
     def observe_log_line(self, line: str) -> None:
         """Apply every MetricDefinitions regex to a log line; the first group is the value, as the service reads it."""
         for name, pattern in self._metric_patterns:
@@ -134,9 +140,12 @@ class TrainingJob:
                 "EnableInterContainerTrafficEncryption": request.get("EnableInterContainerTrafficEncryption", False),
                 "EnableManagedSpotTraining": request.get("EnableManagedSpotTraining", False),
             }
-            for optional in ("VpcConfig", "CheckpointConfig", "Environment", "RetryStrategy", "DebugHookConfig"):
+            for optional in ("VpcConfig", "CheckpointConfig", "Environment", "RetryStrategy", "DebugHookConfig",
+                             "InfraCheckConfig", "MlflowConfig"):
                 if optional in request:
                     response[optional] = request[optional]
+            if self.mlflow_details:
+                response["MlflowDetails"] = dict(self.mlflow_details)
             if self.failure_reason:
                 response["FailureReason"] = self.failure_reason
             if self.tuning_job_arn:

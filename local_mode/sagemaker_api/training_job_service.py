@@ -12,6 +12,7 @@ from typing import Any
 
 from local_mode.job_runtime.job_runner import RunnerSettings, run_job
 from local_mode.aws.local_clients import LOCAL_REGION, local_client
+from local_mode.aws.mlflow_server import LocalMlflowServer
 from local_mode.sagemaker_api.operations import Handler, dispatch, request_stop, stop_and_wait
 from local_mode.sagemaker_api.service_errors import ServiceError, validation_error
 from local_mode.job_runtime.training_job import TrainingJob
@@ -32,14 +33,17 @@ def ignore_log_line(job_name: str, host: str, line: str) -> None:
 
 class TrainingJobService:
     def __init__(self, *, s3_endpoint_url: str, account_id: str, settings: RunnerSettings,
-                 on_log_line: JobLogSink = ignore_log_line, logs_endpoint_url: str | None = None) -> None:
+                 on_log_line: JobLogSink = ignore_log_line, logs_endpoint_url: str | None = None,
+                 tracking: LocalMlflowServer | None = None) -> None:
         """`logs_endpoint_url`: a CloudWatch Logs endpoint (moto's server) that receives each host's log stream, as
-        SageMaker's /aws/sagemaker/TrainingJobs does; without it the hosts' training.log files hold the logs alone."""
+        SageMaker's /aws/sagemaker/TrainingJobs does; without it the hosts' training.log files hold the logs alone.
+        `tracking`: the MLflow tracking server standing in for the managed one a job's `MlflowConfig` names."""
         self._s3_endpoint_url = s3_endpoint_url
         self._logs_endpoint_url = logs_endpoint_url
         self._account_id = account_id
         self._settings = settings
         self._on_log_line = on_log_line
+        self._tracking = tracking
         self._jobs: dict[str, TrainingJob] = {}
         self._lock = threading.Lock()
 
@@ -55,6 +59,7 @@ class TrainingJobService:
     def create_training_job(self, params: dict[str, Any], *, tuning_job_arn: str | None = None) -> dict[str, Any]:
         """`tuning_job_arn`: the tuning job launching this job as one of its trials."""
         check_training_request(params)
+        check_tracking(params, self._tracking)
         name = params["TrainingJobName"]
         arn = f"arn:aws:sagemaker:{LOCAL_REGION}:{self._account_id}:training-job/{name.lower()}"
         with self._lock:
@@ -66,7 +71,8 @@ class TrainingJobService:
         s3 = local_client("s3", self._s3_endpoint_url)
         logs = local_client("logs", self._logs_endpoint_url) if self._logs_endpoint_url else None
         threading.Thread(target=run_job, kwargs={"job": job, "s3": s3, "logs": logs, "settings": self._settings,
-                                                 "on_log_line": functools.partial(self._on_log_line, name)},
+                                                 "on_log_line": functools.partial(self._on_log_line, name),
+                                                 "tracking": self._tracking},
                          name=f"training-job-{name}", daemon=True).start()
         return {"TrainingJobArn": arn}
 
@@ -120,6 +126,19 @@ def check_training_request(params: dict[str, Any]) -> None:
     if resources.get("InstanceCount", 0) < 1 or "InstanceType" not in resources:
         raise validation_error(f"ResourceConfig.InstanceCount must be at least 1 with an InstanceType, got "
                                f"InstanceCount={resources.get('InstanceCount')!r}: set it to the number of hosts")
+
+
+def check_tracking(params: dict[str, Any], tracking: LocalMlflowServer | None) -> None:
+    """`MlflowConfig` names a tracking server this machine runs: the managed ones are out of a local job's reach."""
+    arn = params.get("MlflowConfig", {}).get("MlflowResourceArn")
+    if arn is None or (tracking is not None and arn == tracking.resource_arn):
+        return
+    if tracking is None:
+        raise validation_error(f"MlflowConfig.MlflowResourceArn={arn!r}: local mode runs no MLflow tracking server; "
+                               f"run the demo with --track (LocalPipeline(tracking=LocalMlflowServer(...)))")
+    raise validation_error(f"MlflowConfig.MlflowResourceArn={arn!r} is not local mode's tracking server "
+                           f"{tracking.resource_arn!r}: a local job logs to that one only; synthesize the stack with "
+                           f"mlflow_resource_arn={tracking.resource_arn}")
 
 
 def _matches(job: TrainingJob, params: dict[str, Any]) -> bool:

@@ -26,16 +26,16 @@ def profile_env(request: pytest.FixtureRequest) -> tuple[ContainerProfile, Conta
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Where this suite runs, one test process starts building its environments at once, in the background: a first
-    build takes a minute or two, and tests/conftest.py hands this suite's files out after the other slow files, so
-    they find the environments ready instead of a test worker waiting on each build. The builds take each
-    environment's lock, so a test that gets there first waits for that build; if one fails, the test's own attempt
-    fails in its place with the reason (the builder's output is dropped)."""
+    """Where this suite runs, one test process starts building its environments (and their tracking layers) at once,
+    in the background: a first build takes a minute or two, and tests/conftest.py hands this suite's files out after
+    the other slow files, so they find the environments ready instead of a test worker waiting on each build. The
+    builds take each environment's lock, so a test that gets there first waits for that build; if one fails, the
+    test's own attempt fails in its place with the reason (the builder's output is dropped)."""
     global _background_build
     first_worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0") == "gw0"
     if first_worker and any(item.path.is_relative_to(SUITE_DIR) for item in session.items):
         _background_build = subprocess.Popen(
-            [sys.executable, "-m", "local_mode.container.container_envs",
+            [sys.executable, "-m", "local_mode.container.container_envs", "--tracking",
              *(profile.framework_version for profile in PARITY_PROFILES)],
             cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 

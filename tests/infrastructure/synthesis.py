@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +112,17 @@ def function_asset_dir(app: SynthesizedApp, service_name: str) -> Path:
     asset_dir = app.out_dir / f"asset.{asset_hash}"
     assert asset_dir.is_dir(), f"the function's asset folder {asset_dir} is missing from cdk.out"
     return asset_dir
+
+
+def source_bundle_in(out_dir: Path, template: dict[str, Any]) -> tarfile.TarFile:
+    """The sourcedir.tar.gz asset the trigger's SOURCE_BUNDLE_URI points at, as cdk.out holds it."""
+    uri = json.dumps(trigger_function(template)["Properties"]["Environment"]["Variables"]["SOURCE_BUNDLE_URI"])
+    [object_key] = set(re.findall(r"[0-9a-f]{64}\.gz", uri))
+    paths = {asset["source"]["path"] for manifest in out_dir.glob("*.assets.json")
+             for asset in json.loads(manifest.read_text())["files"].values()
+             if object_key in {destination["objectKey"] for destination in asset["destinations"].values()}}
+    [path] = paths
+    return tarfile.open(out_dir / path)
 
 
 def synthesized_static_settings(app: SynthesizedApp) -> dict[str, Any]:

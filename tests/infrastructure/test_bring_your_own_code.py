@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import json
 import re
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from stacks.config import ConfigError
 
-from .synthesis import FOREIGN_CODE, PROJECT_ROOT, SynthesizedApp, make_synth, config_for, synthesize, \
-    synthesized_static_settings, trigger_function
+from .synthesis import FOREIGN_CODE, PROJECT_ROOT, SynthesizedApp, config_for, make_synth, source_bundle_in, \
+    synthesize, synthesized_static_settings
+
+SERVER_ARN = "arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/ranking"
+TRACKING_FILE = PROJECT_ROOT / "training_code" / "requirements-tracking.txt"
 
 FOREIGN_LIBRARY = PROJECT_ROOT / "tests" / "fixtures" / "foreign_library" / "metrics_lib"
 FOREIGN_METRICS = [{"Name": "loss", "Regex": r"loss: ([0-9.]+)"}]
@@ -38,17 +40,6 @@ def generic_package(tmp_path: Path) -> Path:
     return package
 
 
-def _bundle_in(out_dir: Path, template: dict) -> tarfile.TarFile:
-    """The sourcedir.tar.gz asset the trigger's SOURCE_BUNDLE_URI points at, as cdk.out holds it."""
-    uri = json.dumps(trigger_function(template)["Properties"]["Environment"]["Variables"]["SOURCE_BUNDLE_URI"])
-    [object_key] = set(re.findall(r"[0-9a-f]{64}\.gz", uri))
-    paths = {asset["source"]["path"] for manifest in out_dir.glob("*.assets.json")
-             for asset in json.loads(manifest.read_text())["files"].values()
-             if object_key in {destination["objectKey"] for destination in asset["destinations"].values()}}
-    [path] = paths
-    return tarfile.open(out_dir / path)
-
-
 @pytest.fixture(scope="module")
 def foreign_app(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedApp:
     work = tmp_path_factory.mktemp("byo")
@@ -64,18 +55,21 @@ def foreign_app(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedApp:
 def test_the_bundle_holds_the_source_folder_at_its_root_and_each_dependency_beside_it(foreign_app) -> None:
     # Given the app synthesized with a foreign source folder and two dependency folders
     # When the uploaded archive is read back
-    with _bundle_in(foreign_app.out_dir, foreign_app.stateless) as bundle:
+    with source_bundle_in(foreign_app.out_dir, foreign_app.stateless) as bundle:
         names = {member.name for member in bundle.getmembers() if member.isfile()}
         script = bundle.extractfile("train.py").read()
+        requirements = bundle.extractfile("requirements.txt").read()
     # Then it holds the folder's files at the root and each dependency under its own folder name, nothing else
     assert names == (_files_under(FOREIGN_CODE) | {"sagemaker_distributed/__init__.py"}
                      | _files_under(FOREIGN_LIBRARY, "metrics_lib/"))
     assert script == (FOREIGN_CODE / "train.py").read_bytes()
+    # and, the stack tracking no experiments, the folder's own requirements as they are
+    assert requirements == (FOREIGN_CODE / "requirements.txt").read_bytes()
 
 
 def test_the_trigger_gets_the_bundles_files_the_users_metrics_and_no_ranker_flag_checks(foreign_app) -> None:
     static = synthesized_static_settings(foreign_app)
-    with _bundle_in(foreign_app.out_dir, foreign_app.stateless) as bundle:
+    with source_bundle_in(foreign_app.out_dir, foreign_app.stateless) as bundle:
         assert static["bundle_files"] == sorted(member.name for member in bundle.getmembers() if member.isfile())
     assert static["default_entry_point"] == "train.py"
     assert static["metric_definitions"] == FOREIGN_METRICS
@@ -91,6 +85,66 @@ def test_a_dependency_already_inside_the_source_folder_is_packed_once() -> None:
     members = config.source_members()
     assert "ranker/config.py" in members
     assert sorted(members) == sorted(_files_under(PROJECT_ROOT / "training_code") - {"Dockerfile"})
+
+
+def _tracked_members(source_dir: Path, entry_point: str = "train.py") -> dict:
+    return config_for("dev", source_dir=str(source_dir), entry_point=entry_point, dependencies=[],
+                      mlflow_resource_arn=SERVER_ARN).source_members()
+
+
+def test_a_tracked_stack_extends_the_users_requirements_with_the_tracking_file() -> None:
+    # Given a source folder with its own requirements.txt, in a stack that tracks experiments
+    # When the bundle's files are listed
+    members = _tracked_members(FOREIGN_CODE)
+    # Then its requirements are kept and end by naming the tracking file, which travels beside them
+    own = (FOREIGN_CODE / "requirements.txt").read_bytes()
+    requirements = members["requirements.txt"]
+    assert requirements.startswith(own)
+    assert requirements.splitlines()[-1] == b"-r requirements-tracking.txt"
+    assert members["requirements-tracking.txt"].read_bytes() == TRACKING_FILE.read_bytes()
+    assert set(members) == _files_under(FOREIGN_CODE) | {"requirements-tracking.txt"}
+
+
+def test_a_tracked_stack_gives_a_folder_without_requirements_a_file_naming_the_tracking_file(tmp_path) -> None:
+    source = tmp_path / "code"
+    source.mkdir()
+    (source / "train.py").write_text("print('train')\n")
+    members = _tracked_members(source)
+    assert [line for line in members["requirements.txt"].splitlines() if not line.startswith(b"#")] == [
+        b"-r requirements-tracking.txt"]
+
+
+def test_a_last_requirement_without_a_line_end_stays_a_line_of_its_own(tmp_path) -> None:
+    source = tmp_path / "code"
+    source.mkdir()
+    (source / "train.py").write_text("print('train')\n")
+    (source / "requirements.txt").write_text("lightning==2.6.6")
+    lines = _tracked_members(source)["requirements.txt"].splitlines()
+    assert lines[0] == b"lightning==2.6.6" and lines[-1] == b"-r requirements-tracking.txt"
+
+
+def test_a_users_own_tracking_file_is_refused_naming_it(tmp_path) -> None:
+    # Given a source folder with a requirements-tracking.txt that is not the pipeline's
+    source = tmp_path / "code"
+    source.mkdir()
+    (source / "train.py").write_text("print('train')\n")
+    (source / "requirements-tracking.txt").write_text("mlflow==2.0.0\n")
+    # When a tracked stack is configured with it / Then synthesis refuses, naming the file and the fix
+    with pytest.raises(ConfigError, match=r"holds a requirements-tracking.txt of its own .*: rename that file"):
+        _tracked_members(source)
+
+
+def test_the_projects_own_code_gets_the_line_when_tracked_and_not_otherwise() -> None:
+    untracked = config_for("dev").source_members()
+    tracked = config_for("dev", mlflow_resource_arn=SERVER_ARN).source_members()
+    # Untracked: training_code/requirements.txt as it is, which names no MLflow package
+    own = PROJECT_ROOT / "training_code" / "requirements.txt"
+    assert untracked["requirements.txt"] == own
+    assert b"mlflow" not in own.read_bytes().lower()
+    # Tracked: the same lines, then the one naming the tracking file, which the folder holds already
+    assert tracked["requirements.txt"].startswith(own.read_bytes())
+    assert tracked["requirements.txt"].splitlines()[-1] == b"-r requirements-tracking.txt"
+    assert set(tracked) == set(untracked)
 
 
 def test_the_generic_package_is_the_default_dependency() -> None:
@@ -151,7 +205,7 @@ def test_make_synth_takes_a_source_folder_outside_training_code_and_prints_no_no
     # Then it synthesizes, and the bundle holds that folder plus the dependency folder
     assert result.returncode == 0, result.stderr[-3000:]
     template = json.loads((out_dir / "ranker-dev-pipeline.template.json").read_text())
-    with _bundle_in(out_dir, template) as bundle:
+    with source_bundle_in(out_dir, template) as bundle:
         names = {member.name for member in bundle.getmembers() if member.isfile()}
     assert names == _files_under(FOREIGN_CODE) | _files_under(generic_package, "sagemaker_distributed/")
     # And it prints synthesis's own lines only: no banner, no raw bytes, no SDK notices

@@ -8,7 +8,10 @@ import shutil
 import tarfile
 from pathlib import Path
 
-from stacks.source_bundle import pack_source_dir
+import pytest
+
+from stacks.source_bundle import pack_members, pack_source_dir
+from stacks.source_layout import bundle_members
 
 from .synthesis import PROJECT_ROOT
 
@@ -58,3 +61,25 @@ def test_contents_sit_at_the_archive_root_sorted_with_fixed_metadata_and_no_cach
     assert [member.name for member in members] == ["pkg/__init__.py", "train.py"]
     assert {(member.mtime, member.uid, member.gid, member.uname) for member in members} == {(0, 0, 0, "")}
     assert (tmp_path / "out.tar.gz").read_bytes()[4:8] == b"\0\0\0\0"  # gzip header mtime
+
+
+@pytest.mark.parametrize("tracking", [True, False])
+def test_a_tracked_bundle_installs_the_tracking_file_and_an_untracked_one_does_not(tmp_path: Path, tracking) -> None:
+    # Given a source folder with its own requirements
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "train.py").write_text("print('hi')\n")
+    (source / "requirements.txt").write_text("lightning==2.6.6\n")
+    # When packed for a stack that tracks experiments, or one that does not
+    with tarfile.open(pack_members(bundle_members(source, tracking=tracking), tmp_path / "out.tar.gz")) as archive:
+        files = {member.name: archive.extractfile(member).read() for member in archive.getmembers()}
+        modes = {member.mode for member in archive.getmembers()}
+    # Then only the tracked one names the tracking file, which it carries; the user's line is kept either way
+    tracking_file = PROJECT_ROOT / "training_code" / "requirements-tracking.txt"
+    if tracking:
+        assert files["requirements.txt"].splitlines()[0] == b"lightning==2.6.6"
+        assert files["requirements.txt"].splitlines()[-1] == b"-r requirements-tracking.txt"
+        assert files["requirements-tracking.txt"] == tracking_file.read_bytes()
+    else:
+        assert files == {"requirements.txt": b"lightning==2.6.6\n", "train.py": b"print('hi')\n"}
+    assert modes == {0o644}

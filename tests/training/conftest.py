@@ -8,9 +8,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from training_launch import TWO_RANKS, RunDirs, run_dirs, run_script
-
-ENTRY_POINTS = ("train_ddp.py", "train_lightning.py")
+from training_launch import (
+    ENTRY_POINTS,
+    TRACKED_EXPERIMENT,
+    TRACKED_OUTPUT_PATH,
+    TWO_RANKS,
+    RunDirs,
+    run_dirs,
+    run_script,
+    tracked_job_name,
+)
 
 
 @pytest.fixture(scope="session")
@@ -25,7 +32,8 @@ def synthetic_channel(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def two_rank_runs(tmp_path_factory, synthetic_channel) -> dict[str, tuple[RunDirs, subprocess.CompletedProcess]]:
-    """Both entry points on the synthetic channel with TWO_RANKS' flags, 2 gloo ranks each under torchrun, by script.
+    """Both entry points on the synthetic channel with TWO_RANKS' flags, 2 gloo ranks each under torchrun, by script,
+    each a tracked job logging to a local MLflow store (`tracked_job_environment`).
 
     Several test files read these runs (none writes to them): a test session runs them once. Under pytest-xdist the
     first worker to ask runs them in the folder its workers share while the others wait on a file lock, then read
@@ -42,11 +50,18 @@ def two_rank_runs(tmp_path_factory, synthetic_channel) -> dict[str, tuple[RunDir
                 dirs = run_dirs(folder / script)
                 # Every artifact, model.pt2 included (TWO_RANKS leaves it out)
                 result = run_script(script, ["--train", str(synthetic_channel), *TWO_RANKS, "--portable-export",
-                                             "true", *dirs.flags()], nproc=2)
+                                             "true", *dirs.flags()], nproc=2, **tracked_job_environment(folder, script))
                 (folder / script / "stdout.txt").write_text(result.stdout)
                 (folder / script / "stderr.txt").write_text(result.stderr)
             (folder / "complete").touch()
     return {script: _finished_run(folder / script, script) for script in ENTRY_POINTS}
+
+
+def tracked_job_environment(folder: Path, script: str) -> dict[str, str]:
+    """What the trigger gives a tracked job (MLflow's variables, the job's S3 output path) and SageMaker its name,
+    with a SQLite store in `folder` standing in for the managed tracking server."""
+    return {"MLFLOW_TRACKING_URI": f"sqlite:///{folder / 'mlflow.db'}", "MLFLOW_EXPERIMENT_NAME": TRACKED_EXPERIMENT,
+            "TRAINING_JOB_NAME": tracked_job_name(script), "MODEL_S3_OUTPUT_PATH": TRACKED_OUTPUT_PATH}
 
 
 def _finished_run(folder: Path, script: str) -> tuple[RunDirs, subprocess.CompletedProcess]:

@@ -1,6 +1,6 @@
 """An entry point imports what every run needs and nothing more: the plots' matplotlib, the streaming loader,
-Lightning and the libraries it brings (torchmetrics, scipy, torch.compile's machinery) only where a run uses them.
-Each import is checked in a fresh interpreter, as a job starts."""
+Lightning and the libraries it brings (torchmetrics, scipy, torch.compile's machinery) only where a run uses them, and
+MLflow only in a tracked job's run. Each import is checked in a fresh interpreter, as a job starts."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from training_launch import TRAINING_CODE, script_env
 
 # Modules some runs need and others not; the native entry point loads none of them at import.
 SOMETIMES_NEEDED = ("lightning", "torchmetrics", "scipy", "sklearn", "matplotlib", "torch._dynamo",
-                    "ranker.data.streaming")
+                    "ranker.data.streaming", "mlflow", "sagemaker_mlflow")
 
 
 @cache  # the same fresh interpreter's answer for every test that asks about one module
@@ -32,6 +32,12 @@ def test_importing_train_ddp_loads_none_of_the_sometimes_needed_modules():
 def test_neither_entry_point_loads_the_streaming_loader_or_scikit_learn_at_import(module):
     # Lightning itself imports torchmetrics (and through it scipy and matplotlib) and torch._dynamo
     assert not modules_loaded_by(module) & {"ranker.data.streaming", "sklearn"}
+
+
+@pytest.mark.parametrize("module", ["train_ddp", "train_lightning"])
+def test_neither_entry_point_loads_mlflow_at_import(module):
+    # An untracked job's container has no MLflow (training_code/requirements-tracking.txt is a tracked job's alone)
+    assert not modules_loaded_by(module) & {"mlflow", "sagemaker_mlflow"}
 
 
 @pytest.mark.parametrize("entry_point", ["train_ddp.py", "train_lightning.py"])

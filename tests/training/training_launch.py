@@ -16,6 +16,10 @@ from pathlib import Path
 from safetensors.torch import load_file
 
 TRAINING_CODE = Path(__file__).resolve().parents[2] / "training_code"
+ENTRY_POINTS = ("train_ddp.py", "train_lightning.py")
+# Where conftest.two_rank_runs' tracked jobs log (a SQLite store stands in for the managed tracking server).
+TRACKED_EXPERIMENT = "ranker-synthetic"
+TRACKED_OUTPUT_PATH = "s3://ranker-artifacts-example/models/"
 
 # model.pt2, torch.export's trace of the scorer, costs seconds of CPU at the end of every run: the runs that never read
 # it leave it out. The session's two_rank_runs write it (test_training_runs.py checks every artifact), and so does
@@ -47,6 +51,10 @@ def run_dirs(root: Path) -> RunDirs:
     return RunDirs(root / "model", root / "output", root / "checkpoints")
 
 
+def tracked_job_name(script: str) -> str:
+    return f"ranker-synthetic-{script.removesuffix('.py').replace('_', '-')}"
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -66,8 +74,9 @@ def command(script: str, nproc: int) -> list[str]:
             "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(TRAINING_CODE / script)]
 
 
-def run_script(script: str, args: list[str], nproc: int = 1, timeout: int = 180) -> subprocess.CompletedProcess:
-    result = subprocess.run(command(script, nproc) + args, env=script_env(), capture_output=True, text=True,
+def run_script(script: str, args: list[str], nproc: int = 1, timeout: int = 180,
+               **env: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(command(script, nproc) + args, env=script_env(**env), capture_output=True, text=True,
                             timeout=timeout, cwd=TRAINING_CODE)
     assert result.returncode == 0, f"{script} x{nproc} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result

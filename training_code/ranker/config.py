@@ -326,6 +326,12 @@ def field_docs(config_class: type) -> dict[str, str]:
 _SECTIONS = (("model", ModelConfig), ("data", DataConfig), ("train", TrainConfig), ("paths", PathsConfig))
 
 
+def flag_sections(config: RunConfig) -> dict[str, Any]:
+    """The run's flags by section (`model`, `data`, `train`, `paths`), without the provenance beside them (`defaults`,
+    `flags_over_defaults`)."""
+    return {section: getattr(config, section) for section, _ in _SECTIONS}
+
+
 def _flag_fields() -> list[tuple[str, dataclasses.Field]]:
     return [(section, config_field) for section, config_class in _SECTIONS
             for config_field in dataclasses.fields(config_class) if config_field.metadata.get("flag", True)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,14 @@ CLIENT_TOKEN_LENGTH = 32  # CreateModelPackage allows 36
 # What the SDK's PyTorchModel sends for a model whose code is inside the artifact: the inference toolkit imports
 # SAGEMAKER_PROGRAM from model.tar.gz's code/ (every job writes code/inference.py there), which SageMaker unpacks
 # into /opt/ml/model.
+# CreateModelPackage's CustomerMetadataProperties: values of letters, separators, digits and these symbols, at most
+# 256 characters (botocore's CustomerMetadataValue).
+METADATA_SYMBOLS = "_.:/=+-@"
+METADATA_VALUE_LENGTH = 256
+# What a tracked job's MLflow run is recorded under in its package (docs/experiment-tracking.md).
+MLFLOW_METADATA_KEYS = {"resource": "mlflow-resource-arn", "experiment": "mlflow-experiment",
+                        "experiment_id": "mlflow-experiment-id", "run_name": "mlflow-run-name",
+                        "run_id": "mlflow-run-id"}
 SERVING_ENVIRONMENT = {"SAGEMAKER_PROGRAM": "inference.py", "SAGEMAKER_SUBMIT_DIRECTORY": "/opt/ml/model/code",
                        "SAGEMAKER_CONTAINER_LOG_LEVEL": "20"}
 # That handler as a member of model.tar.gz: a package whose artifact lacks it could not be served.
@@ -129,6 +138,30 @@ def model_package_group_name(project_prefix: str, dataset: str) -> str:
     return f"{project_prefix}-{slug}"[:GROUP_NAME_LENGTH].rstrip("-")
 
 
+def mlflow_run(description: Mapping[str, Any]) -> dict[str, str]:
+    """The job's MLflow run as package metadata: from its MlflowConfig and the MlflowDetails SageMaker reports, or
+    for a tuning job's trial (whose definition has no MlflowConfig) from the MLflow variables the trigger gave it,
+    the run named after the trial. Values CreateModelPackage would refuse are left out rather than failing it."""
+    config, details = description.get("MlflowConfig") or {}, description.get("MlflowDetails") or {}
+    environment = description.get("Environment") or {}
+    if config.get("MlflowResourceArn"):
+        run = {"resource": config["MlflowResourceArn"], "experiment": config.get("MlflowExperimentName", ""),
+               "run_name": config.get("MlflowRunName") or description["TrainingJobName"],
+               "experiment_id": details.get("MlflowExperimentId", ""), "run_id": details.get("MlflowRunId", "")}
+    elif environment.get("MLFLOW_TRACKING_URI", "").startswith("arn:"):
+        run = {"resource": environment["MLFLOW_TRACKING_URI"],
+               "experiment": environment.get("MLFLOW_EXPERIMENT_NAME", ""),
+               "run_name": description["TrainingJobName"]}
+    else:
+        return {}
+    return {MLFLOW_METADATA_KEYS[field]: value for field, value in run.items() if _is_metadata_value(value)}
+
+
+def _is_metadata_value(value: str) -> bool:
+    return 0 < len(value) <= METADATA_VALUE_LENGTH and all(
+        unicodedata.category(char)[0] in "LZN" or char in METADATA_SYMBOLS for char in value)
+
+
 def quality_report(metrics: Mapping[str, float]) -> dict[str, Any]:
     """The ModelQuality statistics document, one `{"value": ...}` per metric as Model Monitor's reports hold them."""
     return {QUALITY_REPORT_KEY: {name: {"value": value} for name, value in metrics.items()}}
@@ -158,6 +191,7 @@ def model_package_request(description: Mapping[str, Any], *, group_name: str, re
     provenance = {"training-job": job_name, DATASET_TAG: dataset}
     if version:
         provenance[DATASET_VERSION_TAG] = version
+    provenance |= mlflow_run(description)
     summary = f"Trained by {job_name} on {dataset} {version}".strip()
     if tuning is not None:
         provenance |= {"tuning-job": tuning.tuning_job, "tuning-objective-metric": tuning.objective_metric,

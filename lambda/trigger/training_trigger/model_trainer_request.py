@@ -8,8 +8,10 @@ other values JSON-encoded, as its `safe_serialize`), two channels after the data
 files, and `sm_drivers`, its drivers with `sourcecode.json` and `distributed.json`, both under the prefix synthesis
 deployed them to: stacks/model_trainer_files.py) and `OutputDataConfig.CompressionType` GZIP. The stack's
 `MetricDefinitions` stay, as `ModelTrainer.with_metric_definitions(...)` sends them: the CloudWatch metrics and the
-model registrar read them. tests/unit/trigger/test_model_trainer_conformance.py compares the request field by field
-with the one the real ModelTrainer sends.
+model registrar read them. `InfraCheckConfig` is sent as `ModelTrainer.with_infra_check_config()` sends it, and a
+tracked job's `MlflowConfig`, which ModelTrainer has no argument for, as the toolkit launch sends it (both in
+request.training_job_only_fields). tests/unit/trigger/test_model_trainer_conformance.py compares the request field by
+field with the one the real ModelTrainer sends.
 """
 
 from __future__ import annotations

@@ -17,17 +17,21 @@ from training_trigger.limits import (
     hyperparameter_key_errors,
     instance_type_errors,
     s3_data_distributions,
+    shown,
     tag_errors,
 )
 from training_trigger.settings import Settings
 
 HyperparameterValue = str | int | float | bool
+# CreateTrainingJob's MlflowConfig.MlflowExperimentName (botocore's model: 1 to 256 characters of any kind).
+MAX_EXPERIMENT_NAME_LENGTH = 256
 RESERVED_HYPERPARAMETER_PREFIX = "sagemaker_"
 
 # The tags the trigger adds to every job it starts (provenance), which overrides may neither repeat nor crowd out.
 TRIGGER_TAG_KEYS = ("trigger-source", "dataset", "dataset-version", "marker-etag")
 OVERRIDE_FIELDS = ("entry_point", "distribution", "instance_type", "instance_count", "hyperparameters", "spot",
-                   "max_runtime", "tags", "tensorboard", "environment", "train_data_distribution", "launch")
+                   "max_runtime", "tags", "tensorboard", "environment", "train_data_distribution", "launch",
+                   "infra_check", "mlflow_experiment_name")
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,13 @@ class JobOverrides:
     """How the container starts `entry_point`: `toolkit` (the image's SageMaker training toolkit, as SDK v2's
     `PyTorch` estimator) or `model_trainer` (SDK v3's `ModelTrainer` drivers; distributions `none` and
     `torch_distributed` only; docs/trigger.md, Launch); default: the stack's `launch`."""
+    infra_check: bool | None = None
+    """Run SageMaker's cluster health check (instance hardware and the network between instances) before the job's
+    code (`InfraCheckConfig`; docs/reliability.md); default: the stack's `infra_check` (jobs of two or more
+    instances)."""
+    mlflow_experiment_name: str | None = None
+    """The MLflow experiment the job's run goes to, at most 256 characters; default: `<project_prefix>-<dataset>`.
+    Needs the stack's `mlflow_resource_arn` (docs/experiment-tracking.md)."""
 
     def then(self, later: JobOverrides) -> JobOverrides:
         """These overrides with `later`'s on top (hyperparameters and tags merge key by key)."""
@@ -90,6 +101,8 @@ class JobOverrides:
             environment={**self.environment, **later.environment},
             train_data_distribution=pick("train_data_distribution"),
             launch=pick("launch"),
+            infra_check=pick("infra_check"),
+            mlflow_experiment_name=pick("mlflow_experiment_name"),
         )
 
 
@@ -147,6 +160,18 @@ def parse_overrides(payload: Mapping[str, Any], where: str, settings: Settings) 
             return None
         return value
 
+    def experiment_name() -> str | None:
+        value = payload.get("mlflow_experiment_name")
+        if value is None:
+            return None
+        if not settings.mlflow_resource_arn:
+            errors.append(f"{where}.mlflow_experiment_name={value!r}: the pipeline tracks no experiments (its "
+                          f"mlflow_resource_arn is unset): remove the field, or set mlflow_resource_arn and redeploy")
+        elif not isinstance(value, str) or not 1 <= len(value) <= MAX_EXPERIMENT_NAME_LENGTH:
+            errors.append(f"{where}.mlflow_experiment_name={shown(value)} is not a name of 1 to "
+                          f"{MAX_EXPERIMENT_NAME_LENGTH} characters: e.g. \"web-search-ablations\"")
+        return value if isinstance(value, str) else None
+
     instance_type = payload.get("instance_type")
     if instance_type is not None:
         errors += instance_type_errors(instance_type, f"{where}.instance_type")
@@ -177,6 +202,8 @@ def parse_overrides(payload: Mapping[str, Any], where: str, settings: Settings) 
         environment=dict(environment) if isinstance(environment, Mapping) else {},
         train_data_distribution=choice("train_data_distribution", s3_data_distributions()),
         launch=choice("launch", LAUNCHES),
+        infra_check=boolean("infra_check"),
+        mlflow_experiment_name=experiment_name(),
     )
     if errors:
         raise InvalidInput(errors)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Protocol
 
+from training_trigger import experiment_tracking, health_check
 from training_trigger.container_profiles import TOOLKIT_LAUNCH
 from training_trigger.datasets import DatasetVersion
 from training_trigger.errors import InvalidInput
@@ -72,6 +73,10 @@ class TrainingJobSpec:
     """With a `tuning` section: a tuning job named `job_name` whose trials are this job (tuning_request.py)."""
     launch: str = TOOLKIT_LAUNCH
     """How the container starts the entry point (container_profiles.LAUNCHES; docs/trigger.md, Launch)."""
+    infra_check: bool = False
+    """Run SageMaker's cluster health check first (InfraCheckConfig; health_check.py)."""
+    mlflow: experiment_tracking.MlflowRun | None = None
+    """The MLflow run the job logs to (MlflowConfig, and MLflow's variables in `environment`), or None."""
 
 
 class Catalog(Protocol):
@@ -113,6 +118,8 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
     errors += _train_channel_errors(channels, found, catalog)
     job_name = _job_name(request, found, overrides, channels, settings, tuning)
     errors += job_name_errors(job_name, settings.job_name_prefix, tuning=tuning is not None)
+    mlflow = _mlflow_run(settings, overrides, found, job_name)
+    errors += _tracking_variable_errors(overrides.environment, mlflow)
     if errors:
         raise InvalidInput(errors)
     return TrainingJobSpec(
@@ -120,9 +127,35 @@ def plan_training_job(request: TriggerRequest, settings: Settings, catalog: Cata
         distribution=overrides.distribution, instance_type=overrides.instance_type,
         instance_count=overrides.instance_count, hyperparameters=overrides.hyperparameters, spot=overrides.spot,
         max_runtime=overrides.max_runtime, tags={**overrides.tags, **_provenance_tags(request, found)},
-        dry_run=request.dry_run, tensorboard=bool(overrides.tensorboard), environment=overrides.environment,
+        dry_run=request.dry_run, tensorboard=bool(overrides.tensorboard),
+        environment=mlflow.job_environment(overrides.environment) if mlflow else overrides.environment,
         train_data_distribution=overrides.train_data_distribution, tuning=tuning, launch=overrides.launch,
+        infra_check=(health_check.runs_health_check(settings.infra_check, overrides.instance_count)
+                     if overrides.infra_check is None else overrides.infra_check),
+        mlflow=mlflow,
     )
+
+
+def _mlflow_run(settings: Settings, overrides: JobOverrides, found: DatasetVersion | None,
+                job_name: str) -> experiment_tracking.MlflowRun | None:
+    """The job's run in the stack's managed MLflow: the experiment of its dataset (or the one it names), the run
+    named after the job. None where the stack tracks nothing."""
+    if not settings.mlflow_resource_arn:
+        return None
+    experiment = overrides.mlflow_experiment_name or experiment_tracking.experiment_name(
+        settings.job_name_prefix, found.dataset if found is not None else None)
+    return experiment_tracking.MlflowRun(settings.mlflow_resource_arn, experiment, job_name, settings.output_s3_uri)
+
+
+def _tracking_variable_errors(environment: Mapping[str, str],
+                              mlflow: experiment_tracking.MlflowRun | None) -> list[str]:
+    """A tracked job's MLflow variables come from the stack's server and the job's experiment, not from its
+    environment (where they would point the run elsewhere than MlflowConfig says)."""
+    if mlflow is None:
+        return []
+    return [f"environment.{name} is set by the pipeline from its mlflow_resource_arn and the job's experiment: "
+            f"remove it (name another experiment with mlflow_experiment_name)"
+            for name in experiment_tracking.TRACKING_VARIABLES if name in environment]
 
 
 def _train_channel_errors(channels: Mapping[str, str], found: DatasetVersion | None, catalog: Catalog) -> list[str]:

@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from training_trigger import health_check
 from training_trigger.instances import has_local_nvme
 from training_trigger.planning import FULLY_REPLICATED, TRAIN_CHANNEL, TrainingJobSpec
 from training_trigger.settings import Settings
@@ -140,8 +141,9 @@ def training_job_definition(spec: TrainingJobSpec, settings: Settings) -> dict[s
 
 
 def training_job_only_fields(spec: TrainingJobSpec, settings: Settings) -> dict[str, Any]:
-    """What a training job has beside its definition, whichever launch starts it: its name, tags and TensorBoard
-    upload."""
+    """What a training job has beside its definition, whichever launch starts it: its name, tags, TensorBoard
+    upload, cluster health check and MLflow run (the last three have no place in a tuning job's training definition:
+    botocore's HyperParameterTrainingJobDefinition)."""
     fields: dict[str, Any] = {"TrainingJobName": spec.job_name,
                               "Tags": [{"Key": key, "Value": value} for key, value in spec.tags.items()]}
     if spec.tensorboard:
@@ -149,6 +151,10 @@ def training_job_only_fields(spec: TrainingJobSpec, settings: Settings) -> dict[
         fields["TensorBoardOutputConfig"] = {
             "S3OutputPath": f"{settings.output_s3_uri.rstrip('/')}/{spec.job_name}/tensorboard/",
             "LocalPath": TENSORBOARD_LOCAL_PATH}
+    if spec.infra_check:
+        fields["InfraCheckConfig"] = health_check.request_config()
+    if spec.mlflow is not None:
+        fields["MlflowConfig"] = spec.mlflow.request_config()
     return fields
 
 

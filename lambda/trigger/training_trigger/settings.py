@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from training_trigger import experiment_tracking, health_check
 from training_trigger.container_profiles import DISTRIBUTIONS, LAUNCHES
 from training_trigger.job_environment import environment_type_errors
 from training_trigger.limits import api_shape, s3_data_distributions
@@ -85,6 +86,8 @@ class Settings:
     tuning_max_parallel_jobs: int
     tuning_early_stopping: str
     max_tuning_instance_hours: int
+    mlflow_resource_arn: str  # the managed MLflow every job logs to ("": no tracking; experiment_tracking.py)
+    infra_check: str  # which jobs run SageMaker's cluster health check (health_check.MODES)
     # The `model_trainer` launch's files, which synthesis deploys to the artifacts bucket (stacks/model_trainer_files.py):
     # {"prefix": key prefix, "container_entrypoint": [...], "container_arguments": [...]}, the last two as the pinned
     # SDK v3 sends them.
@@ -257,8 +260,15 @@ def settings_from(environ: Mapping[str, str], static: Mapping[str, Any], static_
         tuning_early_stopping=read.text("tuning_early_stopping",
                                         choices=tuple(api_shape("TrainingJobEarlyStoppingType").enum)),
         max_tuning_instance_hours=read.integer("max_tuning_instance_hours", minimum=1),
+        mlflow_resource_arn=read.text("mlflow_resource_arn"),
+        infra_check=read.text("infra_check", choices=health_check.MODES),
         model_trainer=read.mapping("model_trainer"),
     )
+    if settings.mlflow_resource_arn and region:
+        errors += [f"{static_name}: {error}; synthesize and deploy the stack again" for error in
+                   experiment_tracking.resource_arn_errors(
+                       settings.mlflow_resource_arn, "mlflow_resource_arn", region=region,
+                       arn_pattern=api_shape("MlflowConfig").members["MlflowResourceArn"].metadata["pattern"])]
     if settings.checked_entry_points and not {"flags", "true_texts", "false_texts"} <= set(settings.training_flags):
         errors.append(f"{static_name}: checked_entry_points={list(settings.checked_entry_points)} without the "
                       f"training code's flag definitions in training_flags: synthesize and deploy the stack again")

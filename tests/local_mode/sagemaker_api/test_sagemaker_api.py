@@ -90,6 +90,9 @@ def test_a_duplicate_name_is_resource_in_use(sagemaker, training_request, wait_f
     ("InstanceCount", lambda request: request["ResourceConfig"].update(InstanceCount=0)),
     ("TrainingInputMode", lambda request: request["AlgorithmSpecification"].update(TrainingInputMode="Stream")),
     ("RoleArn", lambda request: request.pop("RoleArn")),
+    # a tracking server this endpoint does not run (here, none: local mode runs one only with tracking on)
+    ("MlflowConfig.MlflowResourceArn", lambda request: request.update(MlflowConfig={
+        "MlflowResourceArn": "arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/ranking"})),
 ])
 def test_invalid_requests_are_validation_exceptions(sagemaker, local_sagemaker, training_request, field, mutate):
     # Given a request broken in one field, sent by a client whose own checks are off

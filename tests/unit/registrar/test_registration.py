@@ -132,3 +132,44 @@ def test_the_tags_read_are_the_ones_the_trigger_writes():
     from model_registration.registration import DATASET_TAG, DATASET_VERSION_TAG
 
     assert {DATASET_TAG, DATASET_VERSION_TAG} <= set(TRIGGER_TAG_KEYS)
+
+
+SERVER_ARN = "arn:aws:sagemaker:eu-west-1:123456789012:mlflow-tracking-server/ranking"
+
+
+def test_a_tracked_jobs_package_names_its_mlflow_run():
+    # Given a completed job that ran with MlflowConfig, and the run SageMaker reports for it
+    description = {**load("describe_training_job.json"),
+                   "MlflowConfig": {"MlflowResourceArn": SERVER_ARN, "MlflowExperimentName": "ranker-web search",
+                                    "MlflowRunName": "ranker-web-search-2026-11-01-5d0c2e7f1a"},
+                   "MlflowDetails": {"MlflowExperimentId": "4", "MlflowRunId": "8f2c61a0b7e94d3c9e1f2a3b4c5d6e7f"}}
+    # When its registration is planned
+    request = _plan(description).package_request
+    # Then the package's metadata names the server, the experiment and the run, and the API model accepts it
+    named = {key: value for key, value in request["CustomerMetadataProperties"].items() if key.startswith("mlflow-")}
+    assert named == {"mlflow-resource-arn": SERVER_ARN, "mlflow-experiment": "ranker-web search",
+                     "mlflow-experiment-id": "4", "mlflow-run-name": "ranker-web-search-2026-11-01-5d0c2e7f1a",
+                     "mlflow-run-id": "8f2c61a0b7e94d3c9e1f2a3b4c5d6e7f"}
+    report = ParamValidator().validate(request, SAGEMAKER.operation_model("CreateModelPackage").input_shape)
+    assert not report.has_errors(), report.generate_report()
+
+
+def test_a_tuning_trials_package_names_the_run_its_variables_pointed_at():
+    # Given a trial (no MlflowConfig in a tuning job's definition) that got the trigger's MLflow variables
+    description = {**load("describe_training_job.json"),
+                   "Environment": {"MLFLOW_TRACKING_URI": SERVER_ARN, "MLFLOW_EXPERIMENT_NAME": "ranker-web search"}}
+    metadata = _plan(description).package_request["CustomerMetadataProperties"]
+    assert (metadata["mlflow-resource-arn"], metadata["mlflow-experiment"], metadata["mlflow-run-name"]) == (
+        SERVER_ARN, "ranker-web search", description["TrainingJobName"])
+    assert "mlflow-run-id" not in metadata
+
+
+def test_an_untracked_job_names_no_run_and_a_value_the_registry_refuses_is_left_out():
+    assert not any(key.startswith("mlflow-") for key in _plan().package_request["CustomerMetadataProperties"])
+    own_server = {**load("describe_training_job.json"),
+                  "Environment": {"MLFLOW_TRACKING_URI": "http://mlflow.internal:5000"}}
+    assert not any(key.startswith("mlflow-") for key in _plan(own_server).package_request["CustomerMetadataProperties"])
+    odd = {**load("describe_training_job.json"),
+           "MlflowConfig": {"MlflowResourceArn": SERVER_ARN, "MlflowExperimentName": "web search (2026)"}}
+    metadata = _plan(odd).package_request["CustomerMetadataProperties"]
+    assert "mlflow-experiment" not in metadata and metadata["mlflow-resource-arn"] == SERVER_ARN

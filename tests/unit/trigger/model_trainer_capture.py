@@ -2,10 +2,11 @@
 environment's Python (.venv-sdk3), which holds v3; test_model_trainer_conformance.py starts it.
 
 Reads a JSON list of jobs on stdin, each the arguments a user would give ModelTrainer, as plain JSON (`trainer`, the
-constructor's; `metric_definitions`, `retry_attempts`, `tensorboard`: its `with_*` methods'; `channels`), and prints, per job, the CreateTrainingJob request and the files it
-uploaded for each channel. Nothing leaves the machine: the boto3 session has fake credentials, and a `before-send`
-hook answers every call as AWS would for a principal that may do it (an S3 upload is kept, not sent) and stops at
-CreateTrainingJob, whose parameters a `before-parameter-build` hook has read after botocore validated them.
+constructor's; `metric_definitions`, `retry_attempts`, `tensorboard`, `infra_check`: its `with_*` methods';
+`channels`), and prints, per job, the CreateTrainingJob request and the files it uploaded for each channel. Nothing
+leaves the machine: the boto3 session has fake credentials, and a `before-send` hook answers every call as AWS would
+for a principal that may do it (an S3 upload is kept, not sent) and stops at CreateTrainingJob, whose parameters a
+`before-parameter-build` hook has read after botocore validated them.
 """
 
 from __future__ import annotations
@@ -125,6 +126,8 @@ def _trainer(job: dict[str, Any], session: Session) -> ModelTrainer:
         trainer = trainer.with_retry_strategy(RetryStrategy(maximum_retry_attempts=job["retry_attempts"]))
     if job.get("tensorboard"):
         trainer = trainer.with_tensorboard_output_config(TensorBoardOutputConfig(**job["tensorboard"]))
+    if job.get("infra_check"):
+        trainer = trainer.with_infra_check_config()
     return trainer
 
 

@@ -95,6 +95,8 @@ def stack_static_settings(**changes: Any) -> dict[str, Any]:
         "tuning_max_parallel_jobs": 2,
         "tuning_early_stopping": "Off",
         "max_tuning_instance_hours": 960,
+        "mlflow_resource_arn": "",
+        "infra_check": "multi_instance",
         "model_trainer": MODEL_TRAINER_FILES,
     }
     return {**static, **changes}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 from stacks.model_trainer_files import IGNORE_PATTERNS, drivers_channel_files, model_trainer_settings
 from stacks.model_trainer_sdk import SDK3_VENV, model_trainer_sdk
 from stacks.source_layout import PROJECT_ROOT, bundle_members
+from training_trigger.experiment_tracking import MlflowRun
 from training_trigger.model_trainer_layout import CODE_CHANNEL, DRIVERS_CHANNEL
 from training_trigger.model_trainer_request import build_model_trainer_request
 from training_trigger.request import CHECKPOINT_LOCAL_PATH, TENSORBOARD_LOCAL_PATH
@@ -32,22 +34,26 @@ SOURCE_DIR = "training_code"
 MEMBERS = bundle_members(PROJECT_ROOT / SOURCE_DIR, (PROJECT_ROOT / SOURCE_DIR / "sagemaker_distributed",))
 KMS_KEY = "arn:aws:kms:eu-west-1:123456789012:key/1a2b"
 DISTRIBUTIONS = ("none", "torch_distributed")
+TRACKING_SERVER = "arn:aws:sagemaker:eu-west-1:123456789012:mlflow-tracking-server/ranking"
 WARM_POOL = "warm pool"  # the other options a ModelTrainer sets with its with_* methods
 
 
 def _production_job(distribution: str):
-    """2 x ml.p4d.24xlarge on spot, with KMS, a VPC, isolation, encryption, an environment and a sharded train
-    channel, under the model_trainer launch."""
+    """2 x ml.p4d.24xlarge on spot, with KMS, a VPC, isolation, encryption, an environment, a sharded train
+    channel, the cluster health check and an MLflow run (its variables in the environment, as the trigger plans
+    them), under the model_trainer launch."""
     settings = stack_settings(
         KMS_KEY_ARN=KMS_KEY, use_spot=True, max_wait_seconds=172800, subnet_ids=["subnet-0a1b", "subnet-2c3d"],
         security_group_ids=["sg-0f1e"], enable_network_isolation=True, enable_inter_container_encryption=True,
         input_mode="FastFile", default_launch="model_trainer",
         model_trainer=model_trainer_settings(MEMBERS, source_dir=SOURCE_DIR))
     spec = job_spec(distribution=distribution, instance_type="ml.p4d.24xlarge", instance_count=2, spot=True,
-                    launch="model_trainer", train_data_distribution="ShardedByS3Key",
-                    hyperparameters={"epochs": 3, "loss": "listwise", "learning-rate": 0.001, "early-stopping": True},
-                    environment={"NCCL_DEBUG": "INFO", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
-    return settings, spec
+                    launch="model_trainer", train_data_distribution="ShardedByS3Key", infra_check=True,
+                    hyperparameters={"epochs": 3, "loss": "listwise", "learning-rate": 0.001, "early-stopping": True})
+    mlflow = MlflowRun(resource_arn=TRACKING_SERVER, experiment_name="ranker-web-search", run_name=spec.job_name,
+                       output_s3_uri=settings.output_s3_uri)
+    return settings, replace(spec, mlflow=mlflow, environment=mlflow.job_environment(
+        {"NCCL_DEBUG": "INFO", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}))
 
 
 def _warm_pool_job():
@@ -97,6 +103,7 @@ def model_trainer_arguments(settings, spec) -> dict[str, Any]:
         "retry_attempts": settings.job_retry_attempts,
         "tensorboard": {"s3_output_path": f"{settings.output_s3_uri}{spec.job_name}/tensorboard/",
                         "local_path": TENSORBOARD_LOCAL_PATH} if spec.tensorboard else None,
+        "infra_check": spec.infra_check,
         "channels": [[name, uri, spec.train_data_distribution if name == "train" else "FullyReplicated"]
                      for name, uri in spec.channels.items()],
     }
@@ -139,8 +146,10 @@ def test_the_request_is_the_one_model_trainer_sends(captured, job):
     # When the trigger builds the model_trainer launch's request, and ModelTrainer sends its own
     ours = build_model_trainer_request(spec, settings)
     sdk = captured[job]["request"]
-    # Then they are equal field by field, apart from the job name and where each put its two channels' files
-    assert set(ours) == set(sdk)
+    # Then they are equal field by field, apart from the job name and where each put its two channels' files, and
+    # MlflowConfig, which ModelTrainer has no argument for (its with_* methods and constructor send none; the API
+    # takes it from any CreateTrainingJob)
+    assert set(ours) == set(sdk) | ({"MlflowConfig"} if spec.mlflow else set())
     ours_compared, sdk_compared = _without_upload_prefixes(ours), _without_upload_prefixes(sdk)
     for name in sdk_compared:
         assert ours_compared[name] == sdk_compared[name], name
@@ -149,6 +158,12 @@ def test_the_request_is_the_one_model_trainer_sends(captured, job):
     if job == WARM_POOL:
         assert (sdk["ResourceConfig"]["KeepAlivePeriodInSeconds"], sdk["RetryStrategy"]["MaximumRetryAttempts"],
                 sdk["TensorBoardOutputConfig"]["LocalPath"]) == (1800, 3, TENSORBOARD_LOCAL_PATH)
+        assert "InfraCheckConfig" not in ours and "MlflowConfig" not in ours
+    else:  # with_infra_check_config(), and the run the job's variables name
+        assert sdk["InfraCheckConfig"] == {"EnableInfraCheck": True}
+        assert ours["MlflowConfig"] == {"MlflowResourceArn": TRACKING_SERVER, "MlflowExperimentName": "ranker-web-search",
+                                        "MlflowRunName": spec.job_name}
+        assert sdk["Environment"]["MLFLOW_TRACKING_URI"] == TRACKING_SERVER
 
 
 @pytest.mark.parametrize("distribution", DISTRIBUTIONS)

@@ -48,7 +48,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationW
               pytest.mark.usefixtures("sdk_config_checked_once")]
 REGION = "eu-west-1"
 COMPARED_FIELDS = ("HyperParameters", "InputDataConfig", "ResourceConfig", "OutputDataConfig", "StoppingCondition",
-                   "CheckpointConfig", "VpcConfig", "RetryStrategy", "TensorBoardOutputConfig", "Environment")
+                   "CheckpointConfig", "VpcConfig", "RetryStrategy", "TensorBoardOutputConfig", "Environment",
+                   "InfraCheckConfig")
 
 
 def _estimator(settings, spec, session, *, framework_version: str, source_dir: str | None = None,
@@ -76,6 +77,7 @@ def _estimator(settings, spec, session, *, framework_version: str, source_dir: s
         keep_alive_period_in_seconds=settings.keep_alive_seconds or None,
         metric_definitions=[dict(d) for d in settings.metric_definitions],
         environment=dict(spec.environment) or None,
+        enable_infra_check=spec.infra_check or None,
         sagemaker_session=session, debugger_hook_config=False, disable_profiler=True,
         tensorboard_output_config=TensorBoardOutputConfig(
             s3_output_path=f"{settings.output_s3_uri}{spec.job_name}/tensorboard/",
@@ -179,13 +181,14 @@ def test_each_distribution_mode_matches_the_sdk(distribution, framework_version,
 
 
 def test_production_options_match_the_sdk():
-    # Given spot, VPC, KMS (on an instance without local NVMe), isolation, encryption, retries, FastFile and TensorBoard
+    # Given spot, VPC, KMS (on an instance without local NVMe), isolation, encryption, retries, FastFile, TensorBoard
+    # and the cluster health check
     settings = stack_settings(use_spot=True, max_wait_seconds=172800, subnet_ids=["subnet-0a1b", "subnet-2c3d"],
                               security_group_ids=["sg-0f1e"], KMS_KEY_ARN="arn:aws:kms:eu-west-1:123456789012:key/1a2b",
                               enable_network_isolation=True, enable_inter_container_encryption=True,
                               job_retry_attempts=3, input_mode="FastFile")
     spec = job_spec(distribution="torch_distributed", instance_type="ml.p3.8xlarge", instance_count=2, spot=True,
-                    max_runtime=43200, tensorboard=True)
+                    max_runtime=43200, tensorboard=True, infra_check=True)
     # When both build the request
     sdk = _sdk_request(settings, spec, framework_version="2.2.0")
     ours = build_training_job_request(spec, settings)

@@ -23,11 +23,12 @@ from ranker.training.session import Session, evaluate_split, final_metrics, fini
 
 class Bookkeeping:
     """Takes `resumed` (checkpoint.restore_training_state's rest, or None for a fresh run) onto `parts`, then keeps
-    the books of the loop over `total_steps` steps of `steps_per_epoch` each."""
+    the books of the loop over `total_steps` steps of `steps_per_epoch` each; a tracked job's MLflow run (the
+    session's, on rank 0) gets every metric line and the final metrics."""
 
     def __init__(self, session: Session, parts: TrainingParts, steps_per_epoch: int, total_steps: int,
                  resumed: dict[str, Any] | None):
-        self.session, self.parts = session, parts
+        self.session, self.parts, self.run = session, parts, session.run
         self.steps_per_epoch, self.total_steps = steps_per_epoch, total_steps
         self.config = session.config.train
         self.loss_function = LOSSES[self.config.loss]
@@ -112,6 +113,8 @@ class Bookkeeping:
     def report(self, metrics: dict[str, float]) -> None:
         self.session.history.append(metrics)
         self.progress.report(metrics)
+        if self.run is not None:
+            self.run.log_metrics(metrics, metrics["step"])
 
     def finish(self) -> None:
         """Unless stopped by SIGTERM: the last weights validated too (the last epoch's line), the best weights put
@@ -132,4 +135,6 @@ class Bookkeeping:
         timeline.mark("evaluated", self.session.topology.is_main)
         self.progress.note(exported_weights_note(self.best.step, self.best.epoch))
         finish_session(self.session, self.parts.model, {**final, **self.best.provenance()})
+        if self.run is not None:
+            self.run.finish({**final, **self.best.provenance()}, self.step, self.session.config.paths.model_dir)
         self.progress.note(exported_metrics_line(final))  # the log's last line

@@ -28,7 +28,7 @@ from ranker.model.losses import SHIFT_INVARIANT_LOSSES
 from ranker.model.metrics import ndcg_means
 from ranker.model.mlp import RankingMLP
 from ranker.serving import package as serving_package
-from ranker.training import collector, engine, plots, timeline
+from ranker.training import collector, engine, plots, timeline, tracking
 from ranker.training.checkpoint import seed_everything
 
 
@@ -52,6 +52,8 @@ class Session:
     """The validation queries are this rank's own (held out of its part of a sharded training channel)."""
     history: list[dict[str, float]] = field(default_factory=list)
     """Every metric line rank 0 reported, for plots and checkpoints."""
+    run: tracking.TrackedRun | None = None
+    """A tracked job's MLflow run, on rank 0."""
     started: float = field(default_factory=time.perf_counter)
 
     def total_steps(self, steps_per_epoch: int) -> int:
@@ -123,15 +125,17 @@ def evaluation_part(owned: bool, rank: int, world_size: int) -> tuple[int, int]:
 
 @contextlib.contextmanager
 def entry_point_run() -> Iterator[None]:
-    """What both entry points' `main` does around its run: report a failure where SageMaker reads it, leave the
-    process group on success and failure alike, and keep the collector off what the imports made meanwhile."""
+    """What both entry points' `main` does around its run: report a failure where SageMaker reads it, end a tracked
+    job's MLflow run that did not finish (FAILED, or KILLED when stopped), leave the process group on success and
+    failure alike, and keep the collector off what the imports made meanwhile."""
     # What exists by now (the imported modules, torch's above all) lives as long as the process: collections need
     # not walk it again.
     collector.freeze_imports()
     try:
         with failure_reported(usage_errors=(ConfigError, ranking_data.DataError)):
             try:
-                yield
+                with tracking.ended_on_exit():
+                    yield
             finally:
                 distributed.shutdown()
     finally:
@@ -158,6 +162,8 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
     # start by fork, instead of each importing this entry point again (ranker.data.letor_processes).
     timeline.mark("imported", topology.is_main)
     engine.import_optimizer_machinery()  # while the text parse that the entry point started ahead still runs
+    # Before the data: a job that fails on its data has a run that says so. The text parse still runs meanwhile.
+    run = tracking.open_run(topology.is_main, config, env)
     splits = load_splits(config, topology)
     timeline.mark("parsed", topology.is_main)
     distributed.init_process_group(backend, topology=topology, device=device, bind_device=path.bind_device)
@@ -171,7 +177,7 @@ def start_session(argv: Sequence[str], description: str, env: Mapping[str, str] 
                    DeviceQueries.from_data(train, device, max_docs) if not config.data.streaming else None,
                    DeviceQueries.from_data(validation, device, max_docs),
                    DeviceQueries.from_data(test, device, max_docs) if test is not None else None,
-                   data.encoding_rows, shards=data.shards, validation_owned=data.validation_owned)
+                   data.encoding_rows, shards=data.shards, validation_owned=data.validation_owned, run=run)
 
 
 def plan_training(config: RunConfig, topology: Topology) -> tuple[torch.device, str, fast_paths.TrainingPath]:
