@@ -125,8 +125,8 @@ def test_a_tracked_stacks_model_trainer_launch_installs_the_tracking_packages_to
 
 @pytest.mark.slow
 def test_a_tracked_pipeline_passes_cfn_lint_and_checkov(tracked_app) -> None:
-    template_checks.test_cfn_lint_reports_no_errors(tracked_app)
-    template_checks.test_checkov_reports_no_failed_checks(tracked_app)
+    template_checks.assert_cfn_lint_finds_no_errors(tracked_app)
+    template_checks.assert_checkov_fails_no_check(tracked_app)
 
 
 def test_the_stacks_modes_are_the_triggers() -> None:
