@@ -5,7 +5,7 @@ N steps, nothing else (no logging, checkpoints or validation).
     harness = NativeHarness.build(session)
     harness.run(steps=50, on_step=windows.step_done)  # the step (and meter) train_ddp.py runs
 
-`synthetic_session` also feeds the Lightning trainer in the benchmarks (benchmarks.gpu.project_trainers.run_lightning),
+`synthetic_session` also feeds the Lightning trainer in the benchmarks (benchmarks.gpu.lightning_trainer.run_lightning),
 so both trainers are measured on identical data and models.
 """
 

@@ -14,7 +14,6 @@ Launch: torchrun --nproc_per_node N -m benchmarks.gpu.project_trainers --trainer
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import tempfile
 from collections.abc import Callable
@@ -23,7 +22,6 @@ from pathlib import Path
 import torch
 
 from benchmarks.baselines.common import parse_args
-from benchmarks.harness.lightning_timing import OnEveryStep
 from benchmarks.harness.models import PLAIN_MLP, benchmark_model
 from benchmarks.harness.project_code import DOCS_PER_QUERY
 from benchmarks.gpu.project_variants import PROJECT_TRAINERS, REDUCTION_ABLATIONS
@@ -33,12 +31,8 @@ from ranker.training import engine
 from ranker.gpu import fast_paths
 from ranker.config import ModelConfig, PathSwitches, TrainConfig
 from sagemaker_distributed import Topology
-from ranker.lightning.callbacks import MetricLines
-from ranker.lightning.datamodule import RankingDataModule
-from ranker.lightning.module import RankingModule
 from ranker.training.session import Session
 from benchmarks.gpu.native_harness import NativeHarness, synthetic_session
-from train_lightning import build_trainer
 
 
 def benchmark_session(model: ModelConfig, batch_queries: int, topology: Topology, device: torch.device,
@@ -63,36 +57,15 @@ def run_project_trainer(trainer_name: str, session: Session, steps: int, on_step
     if trainer_name not in PROJECT_TRAINERS:
         raise SystemExit(f"trainer: {trainer_name!r} is not one of {', '.join(PROJECT_TRAINERS)}")
     if trainer_name == "lightning":
+        # Imported here: `import lightning` costs ~5 s of CPU, which every native rank and every benchmark that only
+        # borrows this module's session and process group (data_parallel_library, gpu_checks, ...) would pay.
+        from benchmarks.gpu.lightning_trainer import run_lightning
+
         run_lightning(session, steps, on_step)
     else:
         # The run's own learning-rate schedule, as the Lightning run has: the weights' values move the GEMMs' power
         # draw and with it their clock, so both trainers must follow the same trajectory.
         NativeHarness.build(session, total_steps=steps).run(steps, on_step=on_step)
-
-
-class SessionQueries(RankingDataModule):
-    """The benchmark session's queries, already on the device: Lightning is timed on the very tensors (so the same
-    batches and weight trajectory) the native harness trains on."""
-
-    def __init__(self, session: Session):
-        super().__init__(None, None, None, batch_size=session.config.train.batch_size, seed=session.config.train.seed)
-        self.session = session
-
-    def setup(self, stage: str) -> None:
-        self.device_splits = {"train": self.session.train, "validation": self.session.validation}
-
-
-def run_lightning(session: Session, steps: int, on_step: Callable[[], None]) -> None:
-    """`steps` optimizer steps of train_lightning's Trainer (its strategy and precision) and RankingModule, compiled
-    when the session asks; no validation, checkpoints, loggers or progress bar inside the timed run."""
-    config = dataclasses.replace(session.config, train=dataclasses.replace(session.config.train, max_steps=steps))
-    # The metric-line callback adds each step's loss and documents on the device, as the native step does.
-    callbacks = [MetricLines(config.train.log_every), OnEveryStep(on_step)]
-    trainer = build_trainer(config, session.topology, callbacks, loggers=False,
-                            enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                            num_sanity_val_steps=0, limit_val_batches=0)
-    module = RankingModule(session.model_config, config.train)
-    trainer.fit(torch.compile(module) if config.train.compile else module, datamodule=SessionQueries(session))
 
 
 def take_option(name: str, default: str | None = None) -> str | None:

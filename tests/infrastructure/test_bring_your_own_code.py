@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import tarfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from stacks.config import ConfigError
 
-from .synthesis import FOREIGN_CODE, PROJECT_ROOT, SynthesizedApp, make_synth, config_for, synthesize, \
+from stacks.pipeline_app import stack_names
+
+from .synthesis import FOREIGN_CODE, PROJECT_ROOT, SynthesizedApp, make_synth, config_for, \
     synthesized_static_settings, trigger_function
 
 FOREIGN_LIBRARY = PROJECT_ROOT / "tests" / "fixtures" / "foreign_library" / "metrics_lib"
@@ -27,15 +31,19 @@ def _files_under(folder: Path, prefix: str = "") -> set[str]:
             if path.is_file() and "__pycache__" not in path.parts}
 
 
-@pytest.fixture
-def generic_package(tmp_path: Path) -> Path:
+def _generic_package(root: Path) -> Path:
     """A dependency folder named like the project's generic package, outside any source folder."""
-    package = tmp_path / "libs" / "sagemaker_distributed"
+    package = root / "libs" / "sagemaker_distributed"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text('"""Process topology and backend choice for any training script."""\n')
     (package / "topology.py").write_text("import os\n\n\ndef world_size() -> int:\n"
                                          "    return int(os.environ.get('WORLD_SIZE', '1'))\n")
     return package
+
+
+@pytest.fixture
+def generic_package(tmp_path: Path) -> Path:
+    return _generic_package(tmp_path)
 
 
 def _bundle_in(out_dir: Path, template: dict) -> tarfile.TarFile:
@@ -49,16 +57,36 @@ def _bundle_in(out_dir: Path, template: dict) -> tarfile.TarFile:
     return tarfile.open(out_dir / path)
 
 
+@dataclass(frozen=True)
+class ForeignSynth:
+    """`make synth` of a foreign source folder, its script, two dependency folders, its own metrics and
+    hyperparameters: what the command printed and the app it left in cdk.out."""
+    result: subprocess.CompletedProcess
+    app: SynthesizedApp
+
+
 @pytest.fixture(scope="module")
-def foreign_app(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedApp:
+def foreign_synth(tmp_path_factory: pytest.TempPathFactory) -> ForeignSynth:
+    # One synthesis for every test of a foreign folder: the CLI's (a user's `make synth`) is the one that must print
+    # no noise, and its cdk.out holds what an in-process synthesis of the same settings would (~15 s of CPU each).
     work = tmp_path_factory.mktemp("byo")
-    package = work / "sagemaker_distributed"
-    package.mkdir()
-    (package / "__init__.py").write_text('"""Process topology and backend choice for any training script."""\n')
-    config = config_for("dev", source_dir=str(FOREIGN_CODE), entry_point="train.py",
-                        dependencies=[str(package), str(FOREIGN_LIBRARY.relative_to(PROJECT_ROOT))],
-                        metric_definitions=FOREIGN_METRICS, default_hyperparameters={"lr": 0.1})
-    return synthesize(config, work)
+    package = _generic_package(work)
+    settings = {"source_dir": str(FOREIGN_CODE), "entry_point": "train.py",
+                "dependencies": [str(package), str(FOREIGN_LIBRARY.relative_to(PROJECT_ROOT))],
+                "metric_definitions": FOREIGN_METRICS, "default_hyperparameters": {"lr": 0.1}}
+    result = make_synth(work / "cdk.out", f"source_dir={FOREIGN_CODE}", "entry_point=train.py",
+                        f"dependencies={','.join(settings['dependencies'])}",
+                        f"metric_definitions='{json.dumps(FOREIGN_METRICS)}'",
+                        f"default_hyperparameters='{json.dumps(settings['default_hyperparameters'])}'")
+    assert result.returncode == 0, result.stderr[-3000:]
+    config = config_for("dev", **settings)
+    templates = [json.loads((work / "cdk.out" / f"{name}.template.json").read_text()) for name in stack_names(config)]
+    return ForeignSynth(result, SynthesizedApp(config, work / "cdk.out", *templates))
+
+
+@pytest.fixture(scope="module")
+def foreign_app(foreign_synth: ForeignSynth) -> SynthesizedApp:
+    return foreign_synth.app
 
 
 def test_the_bundle_holds_the_source_folder_at_its_root_and_each_dependency_beside_it(foreign_app) -> None:
@@ -68,7 +96,8 @@ def test_the_bundle_holds_the_source_folder_at_its_root_and_each_dependency_besi
         names = {member.name for member in bundle.getmembers() if member.isfile()}
         script = bundle.extractfile("train.py").read()
     # Then it holds the folder's files at the root and each dependency under its own folder name, nothing else
-    assert names == (_files_under(FOREIGN_CODE) | {"sagemaker_distributed/__init__.py"}
+    generic_package = PROJECT_ROOT / foreign_app.config.dependencies[0]
+    assert names == (_files_under(FOREIGN_CODE) | _files_under(generic_package, "sagemaker_distributed/")
                      | _files_under(FOREIGN_LIBRARY, "metrics_lib/"))
     assert script == (FOREIGN_CODE / "train.py").read_bytes()
 
@@ -142,20 +171,11 @@ NOISE = re.compile(r"^b'|end-of-life|sagemaker\.config|SageMaker Python SDK v2",
 
 
 @pytest.mark.slow  # the CDK CLI synthesizes the whole app (tens of seconds)
-def test_make_synth_takes_a_source_folder_outside_training_code_and_prints_no_noise(generic_package,
-                                                                                    tmp_path) -> None:
-    # Given `make synth ARGS="-c source_dir=<a folder outside training_code> -c entry_point=<its script> ..."`
-    out_dir = tmp_path / "cdk.out"
-    result = make_synth(out_dir, f"source_dir={FOREIGN_CODE}", "entry_point=train.py",
-                         f"dependencies={generic_package}")
-    # Then it synthesizes, and the bundle holds that folder plus the dependency folder
-    assert result.returncode == 0, result.stderr[-3000:]
-    template = json.loads((out_dir / "ranker-dev-pipeline.template.json").read_text())
-    with _bundle_in(out_dir, template) as bundle:
-        names = {member.name for member in bundle.getmembers() if member.isfile()}
-    assert names == _files_under(FOREIGN_CODE) | _files_under(generic_package, "sagemaker_distributed/")
-    # And it prints synthesis's own lines only: no banner, no raw bytes, no SDK notices
-    printed = result.stdout + result.stderr
+def test_make_synth_takes_a_source_folder_outside_training_code_and_prints_no_noise(foreign_synth) -> None:
+    # Given `make synth ARGS="-c source_dir=<a folder outside training_code> -c entry_point=<its script> ..."`, which
+    # synthesized (the fixture checks its exit; the tests above read its bundle and settings)
+    # Then it prints synthesis's own lines only: no banner, no raw bytes, no SDK notices
+    printed = foreign_synth.result.stdout + foreign_synth.result.stderr
     assert not NOISE.findall(printed), printed
     assert "Successfully synthesized" in printed
 

@@ -103,5 +103,5 @@ def test_extra_buckets_leave_cdk_nag_clean(extra_buckets_app: SynthesizedApp) ->
 
 @pytest.mark.slow
 def test_extra_buckets_leave_cfn_lint_and_checkov_clean(extra_buckets_app: SynthesizedApp) -> None:
-    template_checks.test_cfn_lint_reports_no_errors(extra_buckets_app)
-    template_checks.test_checkov_reports_no_failed_checks(extra_buckets_app)
+    template_checks.assert_cfn_lint_finds_no_errors(extra_buckets_app)
+    template_checks.assert_checkov_fails_no_check(extra_buckets_app)

@@ -37,22 +37,25 @@ def test_every_cdk_nag_finding_is_acknowledged_with_a_reason(any_app: Synthesize
         assert len(finding["reason"]) >= 60, f"{finding['ruleName']}: reason too thin: {finding['reason']!r}"
 
 
-@pytest.mark.slow
-def test_cfn_lint_reports_no_errors(any_app: SynthesizedApp) -> None:
-    templates = sorted(str(path) for path in any_app.out_dir.glob("*.template.json"))
+def _templates(apps: tuple[SynthesizedApp, ...]) -> list[str]:
+    """Every template the apps' cdk.out folders hold (nested stacks' included: `*.nested.template.json`)."""
+    return sorted(str(path) for app in apps for path in app.out_dir.glob("*.template.json"))
+
+
+def assert_cfn_lint_finds_no_errors(*apps: SynthesizedApp) -> None:
     cfn_lint = Path(sys.executable).parent / "cfn-lint"
-    result = subprocess.run([str(cfn_lint), "--non-zero-exit-code", "error", *templates],
+    result = subprocess.run([str(cfn_lint), "--non-zero-exit-code", "error", *_templates(apps)],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
 
 
-@pytest.mark.slow
-def test_checkov_reports_no_failed_checks(any_app: SynthesizedApp) -> None:
+def assert_checkov_fails_no_check(*apps: SynthesizedApp) -> None:
     if not CHECKOV.exists():
         pytest.fail(f"{CHECKOV} is missing: run `make setup` (it builds .venv-checkov from requirements-checkov.txt)")
-    result = subprocess.run([str(CHECKOV), "--directory", str(any_app.out_dir), "--framework", "cloudformation",
-                             "--output", "json", "--skip-download"],
-                            capture_output=True, text=True, timeout=300)
+    # (one --file per template: with several --directory, checkov prints one JSON report per folder, back to back)
+    files = [argument for template in _templates(apps) for argument in ("--file", template)]
+    result = subprocess.run([str(CHECKOV), *files, "--framework", "cloudformation", "--output", "json",
+                             "--skip-download"], capture_output=True, text=True, timeout=300)
     report = json.loads(result.stdout)
     reports = report if isinstance(report, list) else [report]
     failed = [f"{check['check_id']} {check['resource']} ({check['file_path']})"
@@ -60,3 +63,14 @@ def test_checkov_reports_no_failed_checks(any_app: SynthesizedApp) -> None:
     assert failed == [], "checkov failed checks:\n" + "\n".join(failed)
     skipped = [check for item in reports for check in item["results"]["skipped_checks"]]
     assert all(check.get("check_result", {}).get("suppress_comment") for check in skipped), "a skip has no reason"
+
+
+# Each linter runs once over both environments' templates: its start-up (checkov's ~4 s of CPU) is paid once.
+@pytest.mark.slow
+def test_cfn_lint_reports_no_errors(dev_app: SynthesizedApp, prod_app: SynthesizedApp) -> None:
+    assert_cfn_lint_finds_no_errors(dev_app, prod_app)
+
+
+@pytest.mark.slow
+def test_checkov_reports_no_failed_checks(dev_app: SynthesizedApp, prod_app: SynthesizedApp) -> None:
+    assert_checkov_fails_no_check(dev_app, prod_app)
