@@ -25,5 +25,7 @@ definitions)."""
 PLAIN_SCRIPTS = DemoOptions(
     source_dir=Path(__file__).parent / "byo" / "plain_scripts", entry_point="train.py", instance_count=2
 )
-"""byo/plain_scripts, scripts that import nothing of this project, as a 2-host job: its stack's default entry point
-is the plain DDP script train.py; the watchdog's tests name their scripts beside it in their manifests."""
+"""byo/plain_scripts as a 2-host job: its stack's default entry point is the plain DDP script train.py, which like the
+other scripts of test_bring_your_own and test_watchdog imports nothing of this project; the watchdog's tests name their
+scripts beside it in their manifests, and test_environment_and_sharding its record_job_view.py (which reads the job
+through sagemaker_distributed, bundled beside any source folder): one stack for the three files."""

@@ -1,6 +1,10 @@
 """`python -m local_mode` as `make demo` runs it, read as its user reads it: the screen and what the run leaves in its
 work dir. A refused run (run as a process of its own, so that its first screen is the command's own), a script of the
-user's own, and a tuning job whose trials run side by side."""
+user's own, and a tuning job whose trials run side by side.
+
+Each run synthesizes the stack as `cdk synth -c distribution=...` would: the refused run and the tuning job keep the
+default distribution, as test_demo's run of the demo's defaults does, so that the three share one synthesis (local mode
+caches it by context)."""
 
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ def test_a_refused_run_shows_the_refusal_without_a_banner_and_leaves_nothing_beh
     env = {name: value for name, value in os.environ.items() if not name.startswith("JSII_SILENCE_")}
 
     # When the demo runs with a tuning range the trigger refuses (its minimum above its maximum)
-    result = subprocess.run([sys.executable, "-m", "local_mode", "--distribution", "none", "--queries", "8",
+    result = subprocess.run([sys.executable, "-m", "local_mode", "--queries", "8",
                              "--tune", "learning-rate=continuous:0.5:0.1", "--work-dir", str(tmp_path)],
                             cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=600)
 
@@ -85,7 +89,7 @@ def test_a_tuning_demo_tags_each_trials_lines_and_unpacks_its_best_trial(tmp_pat
                                                                                      f"{name}={value}")]
 
     # When the demo tunes the ranker's learning rate over two trials that run side by side
-    exit_code = main(["--distribution", "none", "--entry-point", "train_ddp.py", "--queries", "64", "--epochs", "2",
+    exit_code = main(["--entry-point", "train_ddp.py", "--queries", "64", "--epochs", "2",
                       *small_model, "--tune", "learning-rate=continuous:0.001:0.01:log", "--strategy", "Random",
                       "--max-jobs", "2", "--max-parallel-jobs", "2", "--random-seed", "1",
                       "--work-dir", str(tmp_path)])

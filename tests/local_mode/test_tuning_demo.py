@@ -1,7 +1,7 @@
 """A tuning job of the ranker through the deployed pipeline in local mode: a dataset version whose manifest has a
 `tuning` section over `learning-rate` (Logarithmic) and `epochs` (integer) lands, the trigger checks it and starts
-the tuning job (once, however often the event arrives), local SageMaker runs its 4 trials 2 at a time, and the
-registrar registers the best trial's model and says how many trials ran."""
+the tuning job (once, however often the event arrives), local SageMaker runs its 3 trials 2 at a time (the third
+waits for a place), and the registrar registers the best trial's model and says how many trials ran."""
 
 from __future__ import annotations
 
@@ -18,11 +18,12 @@ from small_model import SMALL_MODEL
 pytestmark = pytest.mark.slow
 
 RATES = (0.0005, 0.05)
+TRIALS = 3
 RANKER_TUNING_MANIFEST = {
     "training": {"entry_point": "train_ddp.py", "distribution": "none",
                  "instance_type": profiles.DEFAULT_INSTANCE_TYPES["none"],
                  "hyperparameters": {"epochs": 3, **SMALL_MODEL}},
-    "tuning": {"strategy": "Random", "max_jobs": 4, "max_parallel_jobs": 2, "random_seed": 5,
+    "tuning": {"strategy": "Random", "max_jobs": TRIALS, "max_parallel_jobs": 2, "random_seed": 5,
                "ranges": {"learning-rate": {"type": "continuous", "min": RATES[0], "max": RATES[1],
                                             "scaling": "Logarithmic"},
                           "epochs": {"type": "integer", "min": 1, "max": 2}}},
@@ -32,7 +33,7 @@ RANKER_TUNING_MANIFEST = {
 def test_a_manifests_tuning_section_tunes_the_ranker_through_the_trigger_and_registers_the_best(
         demo_pipeline: LocalPipeline, letor_data: Path, notification_queue, tmp_path: Path):
     with notification_queue(demo_pipeline, "tuning-notifications") as notifications:
-        # Given a dataset version whose manifest asks for 4 trials of the ranker, 2 at a time
+        # Given a dataset version whose manifest asks for 3 trials of the ranker, 2 at a time
         marker = demo_pipeline.upload_channels(channels_of(letor_data), dataset="tuned-letor", version="v1",
                                                manifest=RANKER_TUNING_MANIFEST)
 
@@ -46,9 +47,10 @@ def test_a_manifests_tuning_section_tunes_the_ranker_through_the_trigger_and_reg
         result = follow_tuning_job(demo_pipeline, name, tmp_path)
         published = notifications()
 
-    # And its 4 trials ran the ranker with drawn values, each reporting val_ndcg@10, never more than 2 at once
+    # And its 3 trials ran the ranker with drawn values, each reporting val_ndcg@10, never more than 2 at once
     assert result.status == "Completed", result.failure_reason
-    assert [row.name[:len(name) + 4] for row in result.trials] == [f"{name}-{index:03d}" for index in range(1, 5)]
+    assert [row.name[:len(name) + 4] for row in result.trials] == [f"{name}-{index:03d}"
+                                                                    for index in range(1, TRIALS + 1)]
     assert all(row.status == "Completed" and 0 < row.objective <= 1 for row in result.trials)
     for row in result.trials:
         assert RATES[0] <= float(row.hyperparameters["learning-rate"]) <= RATES[1]
@@ -77,7 +79,7 @@ def test_a_manifests_tuning_section_tunes_the_ranker_through_the_trigger_and_reg
 
     # And the notification counts the trials and names the winner
     [registered] = [envelope for envelope in published if envelope["Subject"].startswith("Best of ")]
-    assert registered["Subject"].startswith("Best of 4 trials registered")
+    assert registered["Subject"].startswith(f"Best of {TRIALS} trials registered")
     tuning = json.loads(registered["Message"])["tuning"]
     assert (tuning["tuning_job"], tuning["best_training_job"]) == (name, best.name)
-    assert tuning["trials"]["total"] == tuning["trials"]["completed"] == 4
+    assert tuning["trials"]["total"] == tuning["trials"]["completed"] == TRIALS

@@ -3,8 +3,8 @@ launched it, and a `ShardedByS3Key` training channel dealt out across the hosts 
 while the other channels reach every host; a script learns which from sagemaker_distributed, as in the cloud. Last,
 the same from a dataset's manifest.json through the whole pipeline (trigger included).
 
-The entry point (tests/local_mode/scripts/record_job_view.py) is bundled with sagemaker_distributed beside it, as the
-stack bundles any source folder, and records what each process saw in its host's model folder.
+The entry point (tests/local_mode/byo/plain_scripts/record_job_view.py) is bundled with sagemaker_distributed beside
+it, as the stack bundles any source folder, and records what each process saw in its host's model folder.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_stacks import PLAIN_SCRIPTS
 
+from local_mode.demo import bring_your_own_context
 from local_mode.job_runtime.job_runner import RunnerSettings
 from local_mode.aws.local_clients import local_account_id, local_client
 from local_mode.pipeline import LocalPipeline, wait_for_job
@@ -31,7 +33,6 @@ TORCH_DISTRIBUTED = {"sagemaker_torch_distributed_enabled": "true", "sagemaker_i
 SMDDP = {"sagemaker_distributed_dataparallel_enabled": "true", "sagemaker_instance_type": '"ml.m5.xlarge"',
          "sagemaker_distributed_dataparallel_custom_mpi_options": '""'}
 PROCESSES_PER_HOST = 2
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 TRAINING_CODE = Path(__file__).resolve().parents[3] / "training_code"
 BUCKET = "local-mode-test-job-view"
 SHARDED_ROOT = f"s3://{BUCKET}/datasets/sharded/v1/"
@@ -41,9 +42,9 @@ VALIDATION_OBJECTS = ("held-out-0.txt", "held-out-1.txt")
 
 @pytest.fixture(scope="module")
 def bundle_with_package(moto, tmp_path_factory) -> str:
-    """tests/local_mode/scripts/ with sagemaker_distributed beside it, packed as the stack packs a source folder."""
+    """record_job_view.py's folder with sagemaker_distributed beside it, packed as the stack packs a source folder."""
     moto.create_buckets([BUCKET])
-    members = bundle_members(SCRIPTS, (TRAINING_CODE / "sagemaker_distributed",))
+    members = bundle_members(PLAIN_SCRIPTS.source_dir, (TRAINING_CODE / "sagemaker_distributed",))
     archive = pack_members(members, tmp_path_factory.mktemp("bundle") / "sourcedir.tar.gz")
     s3 = local_client("s3", moto.url)
     s3.upload_file(str(archive), BUCKET, "code/sourcedir.tar.gz")
@@ -147,10 +148,10 @@ def test_a_sharded_train_channel_gives_each_host_its_own_half_and_tells_the_scri
 
 @pytest.fixture(scope="module")
 def recording_pipeline(moto, tmp_path_factory) -> Iterator[LocalPipeline]:
-    """The stacks synthesized for tests/local_mode/scripts/ as a source folder of its own (`-c source_dir=... -c
-    entry_point=record_job_view.py`, sagemaker_distributed bundled beside it), two processes on each host."""
-    context = {"framework_version": "2.2.0", "source_dir": str(SCRIPTS), "entry_point": "record_job_view.py",
-               "metric_definitions": "[]"}
+    """The stacks synthesized for record_job_view.py's folder as a source folder of its own (`-c source_dir=...`,
+    sagemaker_distributed bundled beside it), two processes on each host: the stack of test_bring_your_own's plain
+    scripts and test_watchdog's (one synthesis for the three), whose manifests name the script they run."""
+    context = {"framework_version": "2.2.0", **bring_your_own_context(PLAIN_SCRIPTS)}
     with LocalPipeline(jobs_dir=tmp_path_factory.mktemp("recording-jobs"), processes_per_host=PROCESSES_PER_HOST,
                        stop_grace_seconds=5, moto=moto, context=context) as pipeline:
         yield pipeline
@@ -162,8 +163,9 @@ def test_a_manifests_environment_and_sharding_reach_every_process_through_the_pi
     for index in range(4):
         (tmp_path / "train").mkdir(exist_ok=True)
         (tmp_path / "train" / f"part-{index}.txt").write_text("1 qid:1 1:0.5\n")
-    manifest = {"training": {"distribution": "torch_distributed", "instance_type": "ml.g5.12xlarge",
-                             "instance_count": 2, "train_data_distribution": "ShardedByS3Key",
+    manifest = {"training": {"entry_point": "record_job_view.py", "distribution": "torch_distributed",
+                             "instance_type": "ml.g5.12xlarge", "instance_count": 2,
+                             "train_data_distribution": "ShardedByS3Key",
                              "environment": {"NCCL_DEBUG": "INFO"}}}
     marker = recording_pipeline.upload_channels({"train": tmp_path / "train"}, dataset="recorded", version="v1",
                                                 manifest=manifest)
