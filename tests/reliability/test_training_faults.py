@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import torch
 from ranker.data import synthetic
-from ranker.data.channels import load_channel
+from ranker.data.channels import DataError, load_channel
 from training_launch import TINY_MODEL_FLAGS, run_dirs, script_env
 
 from local_mode.job_runtime.artifacts import tar_folder_contents
@@ -153,37 +153,36 @@ def corrupt_copy(channel: Path, destination: Path, corruption: str) -> Path:
     return destination
 
 
-@pytest.fixture(scope="module")
-def failed_runs(tmp_path_factory: pytest.TempPathFactory, channel: Path) -> dict[str, tuple[Path, Path, int, str]]:
-    """Each corrupt channel through the native script at once (one process each, as SageMaker's container runs
-    it, with SM_OUTPUT_DIR set): {corruption: (channel, output dir, exit code, stderr)}."""
-    started = {}
-    for corruption in CORRUPTIONS:
-        root = tmp_path_factory.mktemp(re.sub(r"\W", "-", corruption))
-        broken, output_dir = corrupt_copy(channel, root / "train", corruption), root / "output"
-        process = subprocess.Popen(
-            [sys.executable, "train_ddp.py", "--train", str(broken), *TINY_MODEL_FLAGS, *run_dirs(root).flags()],
-            cwd=TRAINING_CODE, env=script_env(SM_OUTPUT_DIR=str(output_dir)), stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
-        started[corruption] = (broken, output_dir, process)
-    finished = {}
-    for corruption, (broken, output_dir, process) in started.items():
-        _, stderr = process.communicate(timeout=120)  # sets returncode: read before, it is None
-        finished[corruption] = (broken, output_dir, process.returncode, stderr)
-    return finished
-
-
 @pytest.mark.parametrize("corruption", list(CORRUPTIONS))
-def test_a_corrupt_channel_fails_the_script_naming_file_and_line(failed_runs, corruption):
-    broken, output_dir, exit_code, log = failed_runs[corruption]
-    expected = CORRUPTIONS[corruption][1].format(channel=broken)
+def test_a_corrupt_channel_is_refused_naming_file_and_line(channel, tmp_path, corruption):
+    # Given a corrupt copy of the channel, small enough that the script reads it in its own process, as here (the
+    # parser's worker processes start only for a file of ranker.data.letor_processes.MIN_BYTES_PER_PROCESS or more)
+    broken = corrupt_copy(channel, tmp_path / "train", corruption)
+    # When the session's reader loads it, Then it refuses it with a DataError, the script's usage error (exit status
+    # 2, the message alone in the failure file: the next test), whose one line names the file and line
+    with pytest.raises(DataError) as refused:
+        load_channel(broken)
+    assert str(refused.value).startswith(CORRUPTIONS[corruption][1].format(channel=broken))
+    assert "\n" not in str(refused.value)
+
+
+def test_a_corrupt_channel_fails_the_script_naming_file_and_line(channel, tmp_path):
+    # Given a channel with a truncated line (the reader's other refusals end the script the same way: each is a
+    # DataError, which the entry point's failure_reported turns into its usage error)
+    broken, output_dir = corrupt_copy(channel, tmp_path / "train", "truncated line"), tmp_path / "output"
+    expected = CORRUPTIONS["truncated line"][1].format(channel=broken)
+    # When the native script runs on it as SageMaker's container runs it (one process, SM_OUTPUT_DIR set)
+    finished = subprocess.run(
+        [sys.executable, "train_ddp.py", "--train", str(broken), *TINY_MODEL_FLAGS, *run_dirs(tmp_path).flags()],
+        cwd=TRAINING_CODE, env=script_env(SM_OUTPUT_DIR=str(output_dir)), capture_output=True, text=True, timeout=120)
+    log = finished.stderr
     # Then the script exits with the usage status and the message in its log, without a traceback
-    assert exit_code == 2
+    assert finished.returncode == 2
     assert f"error: {expected}" in log and "Traceback" not in log, log[-3000:]
     # And it wrote that message, alone, to /opt/ml/output/failure for SageMaker's FailureReason
     failure = (output_dir / "failure").read_text()
     assert failure.startswith(f"DataError: {expected}") and "\n" not in failure
-    assert not (broken.parent / "model" / "model.safetensors").exists()
+    assert not (tmp_path / "model" / "model.safetensors").exists()
 
 
 def test_a_job_on_a_corrupt_channel_fails_with_the_reason_through_local_sagemaker(moto, local_sagemaker, channel,

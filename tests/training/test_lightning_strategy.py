@@ -7,7 +7,6 @@ FusedDataParallel flags (FusedDataParallel itself runs on CPU, its own tests do 
 from __future__ import annotations
 
 import dataclasses
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,7 +26,7 @@ from ranker.lightning.module import RankingModule
 from ranker.lightning.strategy import FusedDataParallelStrategy
 from ranker.training import engine
 from torch.nn.parallel import DistributedDataParallel
-from training_launch import NO_PORTABLE_EXPORT, TRAINING_CODE, RunDirs, free_port, run_dirs, script_env
+from training_launch import NO_PORTABLE_EXPORT, TRAINING_CODE, RunDirs, free_port, run_dirs, start_mpirun_ranks
 
 FORCING_LAUNCHER = Path(__file__).with_name("with_fused_data_parallel.py")
 
@@ -123,16 +122,17 @@ def test_any_other_module_trains_through_ddp(process_group):
 
 
 def forced_run(script: str, folder, channel: str, *extra: str) -> RunDirs:
+    """`script` on two gloo ranks with the fused path forced (FORCING_LAUNCHER), started as mpirun starts them: the
+    strategy reads the ranks from the environment whichever launcher set it, and a torchrun process adds a torch
+    import to every run."""
     dirs = run_dirs(folder)
-    launch = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "2",
-              "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(FORCING_LAUNCHER),
-              str(TRAINING_CODE / script)]
     # 4 layers, a bucket each (the launcher's): the update is sharded (ShardedAdamW).
     flags = ["--train", channel, "--width", "32", "--num-layers", "4", "--dropout", "0", "--epochs", "2",
              "--batch-size", "16", "--log-every", "4", *NO_PORTABLE_EXPORT, *dirs.flags(), *extra]
-    result = subprocess.run(launch + flags, env=script_env(), capture_output=True, text=True, timeout=300,
-                            cwd=TRAINING_CODE)
-    assert result.returncode == 0, f"{script} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    ranks = start_mpirun_ranks([sys.executable, str(FORCING_LAUNCHER), str(TRAINING_CODE / script), *flags])
+    outputs = [rank.communicate(timeout=300)[0] for rank in ranks]
+    assert [rank.returncode for rank in ranks] == [0, 0], f"{script} failed:\n" + "\n".join(
+        output[-3000:] for output in outputs)
     return dirs
 
 

@@ -9,10 +9,13 @@ import re
 
 import pytest
 import torch
+from ranker.config import parse_config
+from ranker.data.channels import load_channel
 from ranker.data.synthetic import generate, write_letor
 from ranker.log_format import parse_metrics
+from ranker.model.encoding import PiecewiseLinearEncoding
 from safetensors.torch import load_file
-from training_launch import TINY_MODEL_FLAGS, run_dirs, run_hosts, run_script
+from training_launch import TINY_MODEL_FLAGS, run_dirs, run_hosts
 
 pytestmark = pytest.mark.slow
 
@@ -40,21 +43,23 @@ def channels(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def replicated_model(tmp_path_factory, channels) -> dict[str, torch.Tensor]:
-    """The weights of the whole channel trained on one host (FullyReplicated): what fits the input encoding on all of
-    it. One run for both entry points: they fit it with the same data code (test_training_runs checks their loops
-    agree)."""
+def whole_channel_encoding(channels) -> dict[str, torch.Tensor]:
+    """The input encoding that the whole training channel gives, as a run holding all of it (FullyReplicated) fits it:
+    the channel's rows as the session's reader loads them, at the run's bins, through the model's own encoding. (A
+    run of the whole channel on one host exports these edges; they depend on nothing but the rows and the bins, so
+    the reference needs no run of its own.)"""
     whole, _, validation = channels
-    replicated = run_dirs(tmp_path_factory.mktemp("replicated"))
-    run_script("train_ddp.py", [*replicated.flags(), "--train", str(whole), "--validation", str(validation), *FLAGS])
-    return load_file(replicated.model_dir / "model.safetensors")
+    config = parse_config(["--train", str(whole), "--validation", str(validation), *FLAGS], env={})
+    rows = load_channel(whole).features
+    fitted = PiecewiseLinearEncoding(rows.shape[1], config.model.bins).fit(rows, config.train.seed)
+    return {f"encoding.{name}": value for name, value in fitted.state_dict().items()}
 
 
 @pytest.mark.parametrize(("script", "ranks_per_host"), [("train_ddp.py", 2), ("train_lightning.py", 1)])
 def test_two_hosts_train_every_query_once_and_fit_the_encoding_on_both(script, ranks_per_host, channels,
-                                                                        replicated_model, tmp_path):
+                                                                        whole_channel_encoding, tmp_path):
     _, hosts, validation = channels
-    # Given each host's share of the training files, and the whole channel trained on one host (FullyReplicated)
+    # Given each host's share of the training files, and the encoding the whole channel gives (FullyReplicated)
     shares = [[*run_dirs(tmp_path / f"host-{index}").flags(), "--train", str(share), "--validation",
                str(validation), *FLAGS] for index, share in enumerate(hosts)]
     # When the sharded job runs, its input data config saying the train channel is ShardedByS3Key
@@ -68,6 +73,6 @@ def test_two_hosts_train_every_query_once_and_fit_the_encoding_on_both(script, r
     # And the model's input encoding is the one the whole channel gives, though no host held all of it
     sharded_model = load_file(run_dirs(tmp_path / "host-0").model_dir / "model.safetensors")
     for name in ("encoding.lower_edges", "encoding.inverse_widths"):
-        torch.testing.assert_close(sharded_model[name], replicated_model[name])
+        torch.testing.assert_close(sharded_model[name], whole_channel_encoding[name])
     last_line = results[0].stdout.strip().splitlines()[-1]
     assert 0 < parse_metrics(last_line).get("val_ndcg@10", -1) <= 1, f"the log's last line is not the final metrics: {last_line}"

@@ -73,6 +73,19 @@ def run_script(script: str, args: list[str], nproc: int = 1, timeout: int = 180)
     return result
 
 
+def start_mpirun_ranks(command: list[str], nproc: int = 2) -> list[subprocess.Popen]:
+    """`command` as `nproc` plain processes on this host carrying what mpirun and SageMaker's toolkit set
+    (`OMPI_COMM_WORLD_*`, one host; no torchrun variables), rank 0 serving the rendezvous: a job's ranks without a
+    launcher process. Each one's stdout and stderr come together."""
+    port = str(free_port())
+    return [subprocess.Popen(
+        command, cwd=TRAINING_CODE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=script_env(OMPI_COMM_WORLD_RANK=str(rank), OMPI_COMM_WORLD_SIZE=str(nproc),
+                       OMPI_COMM_WORLD_LOCAL_RANK=str(rank), OMPI_COMM_WORLD_LOCAL_SIZE=str(nproc),
+                       SM_HOSTS='["algo-1"]', SM_CURRENT_HOST="algo-1", MASTER_ADDR="127.0.0.1", MASTER_PORT=port))
+        for rank in range(nproc)]
+
+
 def run_hosts(script: str, host_args: list[list[str]], nproc_per_host: int = 1, timeout: int = 300,
               **env: str) -> list[subprocess.CompletedProcess]:
     """One torchrun per host, as SageMaker's toolkit starts them (`--nnodes N --node-rank i`), all on this machine:
