@@ -241,8 +241,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     done_folder = args.work / "steps"
     done_folder.mkdir(exist_ok=True)
     pending = [step for step in steps if step.name in chosen and not (done_folder / step.name).exists()]
-    # A call stopped by `timeout` (a step that outran its estimate) still keeps the runs its step finished.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(f"ranking_gpu_defaults: stopped; the finished runs are in {args.out}"))
+    # A call stopped by `timeout` (a step that outran its estimate) still keeps the runs its step finished; each
+    # finished step is saved at once as well, for a call killed outright.
+    signal.signal(signal.SIGTERM,
+                  lambda *_: sys.exit(f"ranking_gpu_defaults: stopped; the finished runs are in {args.out}"))
     try:
         for step in pending:
             if time.perf_counter() - started + step.estimate > args.budget:
@@ -256,7 +258,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         save_records(args.work, args.out, doc)
     missing = [step.name for step in steps if step.name in chosen and not (done_folder / step.name).exists()]
-    save_records(args.work, args.out, doc)
     print(f"ranking_gpu_defaults: {'done' if not missing else 'still to run: ' + ', '.join(missing)}", flush=True)
     return 0
 
