@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import subprocess
 import sys
+from unittest import mock
 
 import pytest
 from lightning.pytorch.utilities.exceptions import SIGTERMException
@@ -34,6 +36,15 @@ from training_launch import (
 )
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _environment_kept():
+    """Lightning's MLFlowLogger calls mlflow.set_tracking_uri, which also sets MLFLOW_TRACKING_URI in os.environ for
+    child processes: a test's store left there would track every later subprocess of this worker (and turn SDK v2's
+    fit(wait=False) into a wait)."""
+    with mock.patch.dict(os.environ):
+        yield
 
 
 def _client(two_rank_runs) -> MlflowClient:
