@@ -118,18 +118,6 @@ def test_the_toolkit_trains_the_demo_on_two_hosts(entry_point, launch_flag, two_
     assert description["HyperParameters"][launch_flag] == "true"
 
 
-def test_smdistributed_trains_the_demo(demo_pipeline, letor_data, tmp_path):
-    # Given the demo's dataset with a manifest asking for smdistributed on one host
-    options = small_demo(tmp_path, distribution="smdistributed", entry_point="train_lightning.py")
-
-    # When it is uploaded, its marker delivered and the job followed to its end
-    result = run_demo_job(demo_pipeline, options, letor_data)
-
-    # Then the job completed, launched as the toolkit launches SMDDP (MPI-style ranks), on one local host
-    description = assert_ran_on_hosts(result, demo_pipeline, 1)
-    assert description["HyperParameters"]["sagemaker_distributed_dataparallel_enabled"] == "true"
-
-
 def test_the_demo_trains_on_two_hosts_under_model_trainers_drivers(container_namespaces, two_host_jobs, demo_pipeline):
     # Given the demo's dataset with a manifest asking for the model_trainer launch, torch_distributed on two hosts
     entry_point = MODEL_TRAINER_ENTRY_POINT
