@@ -56,8 +56,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Files with a slow test first, each file's tests kept together and in their order. `make test` hands whole files
-    to its two workers in this order (`--dist loadfile --no-loadscope-reorder`): the quick files come last and fill
-    the gaps, so both workers finish together instead of one waiting out a minute-long file handed out at the end
+    to its workers in this order (`--dist loadfile --no-loadscope-reorder`): the quick files come last and fill
+    the gaps, so the workers finish together instead of one waiting out a minute-long file handed out at the end
     (pytest-xdist's own order, by number of tests, hands out the long files, which have few tests each, last).
     Within each group the container-parity suite comes last: its environments are built in the background from the
     session's start (tests/container_parity/conftest.py) and are ready by then."""
