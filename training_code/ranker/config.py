@@ -445,7 +445,7 @@ def validate(config: RunConfig) -> None:
     """Raises ConfigError naming the first field outside what it declares it accepts."""
     if config.data.train is None:
         raise ConfigError("--train: no training channel: pass --train DIR or set SM_CHANNEL_TRAIN")
-    for section in (config.model, config.data, config.train, config.paths):
+    for section in flag_sections(config).values():
         _check_fields(section, flag_name)
     if config.train.epochs < 1 and config.train.max_steps < 1:
         raise ConfigError(f"--epochs: bad value {config.train.epochs}: train for at least 1 epoch or set --max-steps")
