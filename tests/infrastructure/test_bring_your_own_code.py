@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from stacks.config import ConfigError
-
 from stacks.pipeline_app import stack_names
 
 from .synthesis import FOREIGN_CODE, PROJECT_ROOT, SynthesizedApp, config_for, make_synth, source_bundle_in, \
